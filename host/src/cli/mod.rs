@@ -1,0 +1,57 @@
+//! The `gantry` command line.
+//!
+//! Exit codes: 0 success; 1 the plugin returned an error; 2 usage error;
+//! 3 the plugin breached a limit, trapped or broke the contract; 4 the
+//! plugin could not be loaded; 5 bad input files or other failures.
+
+mod input;
+mod plugin;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::telemetry::LogFormat;
+
+/// Kubernetes operators with reconcile logic in sandboxed WebAssembly.
+#[derive(Debug, Parser)]
+#[command(name = "gantry", version, about)]
+pub struct Cli {
+    /// Log format on stderr.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "text",
+        env = "GANTRY_LOG_FORMAT"
+    )]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Build, run and benchmark plugins locally.
+    #[command(subcommand)]
+    Plugin(plugin::PluginCommand),
+}
+
+/// Exit codes of the `gantry` command.
+pub mod exit {
+    /// The plugin returned an error.
+    pub const PLUGIN_ERROR: u8 = 1;
+    /// The plugin breached a limit, trapped or broke the contract.
+    pub const SANDBOX: u8 = 3;
+    /// The plugin could not be loaded.
+    pub const LOAD: u8 = 4;
+    /// Bad input or another failure.
+    pub const OTHER: u8 = 5;
+}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Plugin(command) => plugin::run(command),
+    }
+}

@@ -1,0 +1,263 @@
+//! `gantry plugin run|bench|build`: the plugin author's local loop.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use gantry_sdk::{Request, Response, Trigger};
+use serde::Serialize;
+
+use super::exit;
+use super::input::{read_object, read_objects, read_value};
+use crate::runtime::{CallError, Limits, ReconcilerPlugin, Runtime, RuntimeSettings};
+use crate::toolchain::{self, BuildOptions};
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Call a plugin once on local files and print its response as YAML.
+    Run(RunArgs),
+    /// Measure a plugin's calls/s and latency beside native Rust memcached.
+    Bench(BenchArgs),
+    /// Build a plugin crate into a component.
+    Build(BuildArgs),
+}
+
+/// The plugin and its input, shared by `run` and `bench`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The component (.wasm), or a plugin crate directory to build first.
+    #[arg(long)]
+    plugin: PathBuf,
+    /// The parent object (YAML or JSON).
+    #[arg(long)]
+    parent: PathBuf,
+    /// Observed children (YAML/JSON; multi-document streams and Lists allowed).
+    #[arg(long)]
+    observed: Vec<PathBuf>,
+    /// Related objects (YAML/JSON; multi-document streams and Lists allowed).
+    #[arg(long)]
+    related: Vec<PathBuf>,
+    /// The binding's config (YAML or JSON).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Call as if the parent were being deleted.
+    #[arg(long)]
+    finalizing: bool,
+    /// Call deadline in milliseconds.
+    #[arg(long, default_value_t = 500)]
+    deadline_ms: u64,
+    /// Memory limit in MiB.
+    #[arg(long, default_value_t = 64)]
+    memory_mib: usize,
+    /// Response size limit in MiB.
+    #[arg(long, default_value_t = 4)]
+    output_mib: usize,
+    /// Most children a response may list.
+    #[arg(long, default_value_t = 1000)]
+    max_children: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    call: CallArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    call: CallArgs,
+    /// Measured calls per implementation.
+    #[arg(long, default_value_t = 2000)]
+    calls: usize,
+    /// Unmeasured warm-up calls per implementation.
+    #[arg(long, default_value_t = 100)]
+    warmup: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// The plugin crate directory (or its Cargo.toml).
+    #[arg(default_value = ".")]
+    path: PathBuf,
+    /// Cargo profile.
+    #[arg(long, default_value = "release")]
+    profile: String,
+}
+
+pub fn run(command: PluginCommand) -> ExitCode {
+    match command {
+        PluginCommand::Run(args) => run_once(&args.call),
+        PluginCommand::Bench(args) => bench(&args),
+        PluginCommand::Build(args) => match toolchain::build_plugin(
+            &args.path,
+            &BuildOptions {
+                profile: args.profile,
+                target_dir: None,
+            },
+        ) {
+            Ok(path) => {
+                println!("{}", path.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(exit::OTHER, &e),
+        },
+    }
+}
+
+fn fail(code: u8, error: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("error: {error:#}");
+    ExitCode::from(code)
+}
+
+fn call_failed(error: &CallError) -> ExitCode {
+    let code = match error {
+        CallError::Plugin(_) => exit::PLUGIN_ERROR,
+        CallError::Host(_) => exit::OTHER,
+        _ => exit::SANDBOX,
+    };
+    let retry = match error {
+        CallError::Plugin(e) if e.retryable => " (retryable)",
+        _ => "",
+    };
+    eprintln!("error: {error}{retry}");
+    ExitCode::from(code)
+}
+
+impl CallArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            deadline: Duration::from_millis(self.deadline_ms),
+            memory_bytes: self.memory_mib << 20,
+            output_bytes: self.output_mib << 20,
+            max_children: self.max_children,
+        }
+    }
+
+    fn request(&self) -> anyhow::Result<Request> {
+        let mut request = Request::for_parent(read_object(&self.parent)?);
+        for path in &self.observed {
+            request.observed.extend(read_objects(path)?);
+        }
+        for path in &self.related {
+            request.related.extend(read_objects(path)?);
+        }
+        if let Some(path) = &self.config {
+            request.config = read_value(path)?;
+        }
+        request.finalizing = self.finalizing;
+        request.trigger = Trigger::ParentChanged;
+        Ok(request)
+    }
+}
+
+/// The component bytes and a display name: `path` itself, or the component
+/// built from the crate at `path`.
+fn component(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
+    let file = if path.is_dir() {
+        toolchain::build_plugin(path, &BuildOptions::default())?
+    } else {
+        path.to_path_buf()
+    };
+    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    let name = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "plugin".into());
+    Ok((name, bytes))
+}
+
+/// Load the plugin; Err is the exit code to return.
+fn load(args: &CallArgs) -> Result<(std::sync::Arc<ReconcilerPlugin>, Request), ExitCode> {
+    let request = args.request().map_err(|e| fail(exit::OTHER, &e))?;
+    let (name, bytes) = component(&args.plugin).map_err(|e| fail(exit::OTHER, &e))?;
+    let runtime = Runtime::new(RuntimeSettings::default()).map_err(|e| fail(exit::OTHER, &e))?;
+    let plugin = runtime
+        .load_reconciler(&name, &bytes)
+        .map_err(|e| fail(exit::LOAD, &e))?;
+    if let Err(e) = plugin.validate_config_blocking(&request.config, &args.limits()) {
+        return Err(call_failed(&e));
+    }
+    Ok((plugin, request))
+}
+
+fn run_once(args: &CallArgs) -> ExitCode {
+    let (plugin, request) = match load(args) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    match plugin.reconcile_blocking(&request, &args.limits()) {
+        Ok(response) => {
+            print!("{}", render_yaml(&response));
+            ExitCode::SUCCESS
+        }
+        Err(e) => call_failed(&e),
+    }
+}
+
+/// Everything in a response but the children.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Outcome<'a> {
+    status: &'a Option<serde_json::Value>,
+    conditions: &'a [gantry_sdk::Condition],
+    events: &'a [gantry_sdk::Event],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    requeue_after_ms: Option<u64>,
+    finalized: bool,
+}
+
+/// The children as a multi-document YAML stream, then one last document
+/// with status, conditions, events, requeue and finalized.
+pub fn render_yaml(response: &Response) -> String {
+    let mut out = String::new();
+    for child in &response.children {
+        out.push_str("---\n");
+        out.push_str(&serde_yaml::to_string(child).expect("JSON values serialize as YAML"));
+    }
+    let outcome = Outcome {
+        status: &response.status,
+        conditions: &response.conditions,
+        events: &response.events,
+        requeue_after_ms: response.requeue_after.map(|d| d.as_millis() as u64),
+        finalized: response.finalized,
+    };
+    out.push_str("--- # gantry: status, conditions and events of the parent\n");
+    out.push_str(&serde_yaml::to_string(&outcome).expect("outcome serializes as YAML"));
+    out
+}
+
+fn bench(args: &BenchArgs) -> ExitCode {
+    let (plugin, request) = match load(&args.call) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    match crate::bench::plugin_vs_native(
+        &plugin,
+        &request,
+        &args.call.limits(),
+        args.warmup,
+        args.calls,
+    ) {
+        Ok(rows) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&rows).expect("measurements serialize")
+                );
+            } else {
+                print!("{}", crate::bench::render(&rows));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => match e.downcast_ref::<CallError>() {
+            Some(call) => call_failed(call),
+            None => fail(exit::OTHER, &e),
+        },
+    }
+}

@@ -1,0 +1,19 @@
+//! # Gantry host
+//!
+//! Kubernetes operators whose reconcile logic runs in sandboxed WebAssembly
+//! components. Read the data path top-down:
+//!
+//! - [`contract`]: the WIT contract (`wit/gantry.wit`) on the host side:
+//!   generated bindings and checked conversions to `gantry_sdk` types.
+//! - [`runtime`]: the wasmtime engine, plugin loading with a digest-keyed
+//!   compile cache, and the per-call sandbox with its limits.
+//! - [`toolchain`]: building plugin crates into components.
+//! - [`bench`]: side-by-side cost of native and plugin calls.
+//! - [`cli`]: the `gantry` command line.
+
+pub mod bench;
+pub mod cli;
+pub mod contract;
+pub mod runtime;
+pub mod telemetry;
+pub mod toolchain;

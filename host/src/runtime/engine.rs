@@ -1,0 +1,125 @@
+//! The process's one wasmtime [`Engine`] and its epoch ticker.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+
+/// How often the epoch advances; deadlines are rounded up to this.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Engine-wide settings.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// Plugin calls that may run at once (also sizes the instance pool).
+    pub max_concurrent_calls: usize,
+    /// Largest memory limit any plugin may be given (sizes pool slots).
+    pub max_memory_bytes: usize,
+    /// Try the pooling allocator first.
+    pub pooling: bool,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        Self {
+            max_concurrent_calls: std::thread::available_parallelism()
+                .map(|n| n.get() * 4)
+                .unwrap_or(8),
+            max_memory_bytes: 512 << 20,
+            pooling: true,
+        }
+    }
+}
+
+/// Which instance allocator the engine ended up with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allocator {
+    /// Pre-reserved slots: fast instantiation.
+    Pooling,
+    /// mmap per instance: the fallback where pooling is not possible.
+    OnDemand,
+}
+
+fn base_config() -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    config.cranelift_opt_level(OptLevel::Speed);
+    config
+}
+
+/// Build the engine, with the pooling allocator where the platform allows it
+/// and the on-demand allocator otherwise.
+pub fn build_engine(settings: &EngineSettings) -> anyhow::Result<(Engine, Allocator)> {
+    if settings.pooling {
+        let slots = u32::try_from(settings.max_concurrent_calls.max(1) * 2).unwrap_or(u32::MAX);
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(slots)
+            .total_core_instances(slots * 8)
+            .total_memories(slots * 2)
+            .total_tables(slots * 4)
+            .max_memory_size(settings.max_memory_bytes)
+            .max_core_instances_per_component(32)
+            .max_memories_per_component(4)
+            .max_tables_per_component(16);
+        let mut config = base_config();
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        match Engine::new(&config) {
+            Ok(engine) => return Ok((engine, Allocator::Pooling)),
+            Err(e) => {
+                tracing::warn!(error = %e, "pooling allocator unavailable, using on-demand allocation")
+            }
+        }
+    }
+    Ok((Engine::new(&base_config())?, Allocator::OnDemand))
+}
+
+/// A background thread advancing the engine's epoch every [`EPOCH_TICK`];
+/// stops when dropped.
+pub struct EpochTicker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EpochTicker {
+    /// Start ticking `engine`.
+    pub fn start(engine: Engine) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("gantry-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })
+            .expect("spawn epoch ticker thread");
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Whether the ticker thread is still running (for liveness checks).
+    pub fn is_alive(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Epoch ticks a call with `deadline` may run for.
+pub fn deadline_ticks(deadline: Duration) -> u64 {
+    let tick = EPOCH_TICK.as_nanos();
+    (deadline.as_nanos().div_ceil(tick) as u64).max(1)
+}

@@ -1,0 +1,194 @@
+//! Building plugin crates into components with the local Rust toolchain
+//! (`cargo build --target wasm32-wasip2`). Used by `gantry plugin build`,
+//! by `gantry plugin run` when given a crate directory, and by the tests.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+/// The target plugins are built for: its `cdylib` output is a component.
+pub const WASM_TARGET: &str = "wasm32-wasip2";
+
+/// How to build.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// Cargo profile (`release`, or the workspace's size-optimised `plugin`).
+    pub profile: String,
+    /// Cargo target directory; default `<workspace target>/plugins`, apart
+    /// from the host's so a build never waits on the host build's lock.
+    pub target_dir: Option<PathBuf>,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        Self {
+            profile: "release".into(),
+            target_dir: None,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Metadata {
+    packages: Vec<Package>,
+    target_directory: PathBuf,
+    workspace_root: PathBuf,
+}
+
+#[derive(Deserialize)]
+struct Package {
+    name: String,
+    manifest_path: PathBuf,
+    targets: Vec<Target>,
+}
+
+#[derive(Deserialize)]
+struct Target {
+    name: String,
+    crate_types: Vec<String>,
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+fn metadata(manifest: &Path) -> anyhow::Result<Metadata> {
+    let output = cargo()
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--manifest-path",
+        ])
+        .arg(manifest)
+        .output()
+        .context("running cargo metadata")?;
+    if !output.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    serde_json::from_slice(&output.stdout).context("parsing cargo metadata")
+}
+
+/// Make sure the wasm target is installed, adding it with rustup if needed.
+pub fn ensure_wasm_target() -> anyhow::Result<()> {
+    let sysroot = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .context("running rustc")?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+    if sysroot.join("lib/rustlib").join(WASM_TARGET).exists() {
+        return Ok(());
+    }
+    tracing::info!("installing the {WASM_TARGET} target with rustup");
+    let status = Command::new("rustup")
+        .args(["target", "add", WASM_TARGET])
+        .status();
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        _ => bail!(
+            "the {WASM_TARGET} Rust target is missing; install it with `rustup target add {WASM_TARGET}`"
+        ),
+    }
+}
+
+/// Build the plugin crate whose directory (or `Cargo.toml`) is `path`;
+/// returns the path of the component.
+pub fn build_plugin(path: &Path, options: &BuildOptions) -> anyhow::Result<PathBuf> {
+    let manifest = if path.is_dir() {
+        path.join("Cargo.toml")
+    } else {
+        path.to_path_buf()
+    };
+    let manifest = manifest
+        .canonicalize()
+        .with_context(|| format!("no Cargo.toml at {}", manifest.display()))?;
+    let meta = metadata(&manifest)?;
+    let package = meta
+        .packages
+        .iter()
+        .find(|p| p.manifest_path == manifest)
+        .with_context(|| format!("{} is not a package manifest", manifest.display()))?;
+    let lib = package
+        .targets
+        .iter()
+        .find(|t| t.crate_types.iter().any(|c| c == "cdylib"))
+        .with_context(|| {
+            format!(
+                "package {} has no cdylib target; add `[lib] crate-type = [\"cdylib\"]`",
+                package.name
+            )
+        })?;
+    let outputs = build_packages(&meta, &[package.name.as_str()], options)?;
+    Ok(outputs.join(format!("{}.wasm", lib.name.replace('-', "_"))))
+}
+
+/// Build every plugin of the workspace at `workspace_root` (the packages
+/// under `plugins/` with a cdylib target); returns the output directory.
+pub fn build_workspace_plugins(
+    workspace_root: &Path,
+    options: &BuildOptions,
+) -> anyhow::Result<PathBuf> {
+    let meta = metadata(&workspace_root.join("Cargo.toml"))?;
+    let plugins_dir = meta.workspace_root.join("plugins");
+    let names: Vec<&str> = meta
+        .packages
+        .iter()
+        .filter(|p| p.manifest_path.starts_with(&plugins_dir))
+        .filter(|p| {
+            p.targets
+                .iter()
+                .any(|t| t.crate_types.iter().any(|c| c == "cdylib"))
+        })
+        .map(|p| p.name.as_str())
+        .collect();
+    if names.is_empty() {
+        bail!("no plugin packages under {}", plugins_dir.display());
+    }
+    build_packages(&meta, &names, options)
+}
+
+fn build_packages(
+    meta: &Metadata,
+    packages: &[&str],
+    options: &BuildOptions,
+) -> anyhow::Result<PathBuf> {
+    ensure_wasm_target()?;
+    let target_dir = options
+        .target_dir
+        .clone()
+        .unwrap_or_else(|| meta.target_directory.join("plugins"));
+    let mut command = cargo();
+    command
+        .current_dir(&meta.workspace_root)
+        .args([
+            "build",
+            "--target",
+            WASM_TARGET,
+            "--profile",
+            &options.profile,
+        ])
+        .env("CARGO_TARGET_DIR", &target_dir)
+        // A build started from a build script or test must not inherit the
+        // outer build's flags for the host target.
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    for package in packages {
+        command.args(["-p", package]);
+    }
+    let status = command.status().context("running cargo build")?;
+    if !status.success() {
+        bail!("building plugins {} failed", packages.join(", "));
+    }
+    let profile_dir = if options.profile == "dev" {
+        "debug"
+    } else {
+        options.profile.as_str()
+    };
+    Ok(target_dir.join(WASM_TARGET).join(profile_dir))
+}
