@@ -57,6 +57,12 @@ pub struct CallArgs {
     /// Most children a response may list.
     #[arg(long, default_value_t = 1000)]
     max_children: usize,
+    /// Where compiled plugins are cached (default: the user's cache dir).
+    #[arg(long, env = "GANTRY_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile the plugin without reading or writing the cache.
+    #[arg(long)]
+    no_cache: bool,
 }
 
 #[derive(Debug, Args)]
@@ -94,7 +100,7 @@ pub fn run(command: PluginCommand) -> ExitCode {
     match command {
         PluginCommand::Run(args) => run_once(&args.call),
         PluginCommand::Bench(args) => bench(&args),
-        PluginCommand::Build(args) => match toolchain::build_plugin(
+        PluginCommand::Build(args) => match toolchain::build_any(
             &args.path,
             &BuildOptions {
                 profile: args.profile,
@@ -160,7 +166,7 @@ impl CallArgs {
 /// built from the crate at `path`.
 fn component(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
     let file = if path.is_dir() {
-        toolchain::build_plugin(path, &BuildOptions::default())?
+        toolchain::build_any(path, &BuildOptions::default())?
     } else {
         path.to_path_buf()
     };
@@ -176,7 +182,18 @@ fn component(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
 fn load(args: &CallArgs) -> Result<(std::sync::Arc<ReconcilerPlugin>, Request), ExitCode> {
     let request = args.request().map_err(|e| fail(exit::OTHER, &e))?;
     let (name, bytes) = component(&args.plugin).map_err(|e| fail(exit::OTHER, &e))?;
-    let runtime = Runtime::new(RuntimeSettings::default()).map_err(|e| fail(exit::OTHER, &e))?;
+    let cache_dir = if args.no_cache {
+        None
+    } else {
+        args.cache_dir
+            .clone()
+            .or_else(|| crate::runtime::user_cache_dir().map(|d| d.join("compiled")))
+    };
+    let settings = RuntimeSettings {
+        cache_dir,
+        ..RuntimeSettings::default()
+    };
+    let runtime = Runtime::new(settings).map_err(|e| fail(exit::OTHER, &e))?;
     let plugin = runtime
         .load_reconciler(&name, &bytes)
         .map_err(|e| fail(exit::LOAD, &e))?;

@@ -88,18 +88,18 @@ fn check_child(index: usize, text: &str) -> Result<Value, CallError> {
         return Err(violation(format!("child {index} is not a JSON object")));
     };
     for field in ["apiVersion", "kind"] {
-        if !map
+        if map
             .get(field)
             .and_then(Value::as_str)
-            .is_some_and(|s| !s.is_empty())
+            .is_none_or(str::is_empty)
         {
             return Err(violation(format!("child {index} has no {field}")));
         }
     }
-    if !child
+    if child
         .pointer("/metadata/name")
         .and_then(Value::as_str)
-        .is_some_and(|s| !s.is_empty())
+        .is_none_or(str::is_empty)
     {
         return Err(violation(format!(
             "child {index} ({}) has no metadata.name",

@@ -148,13 +148,13 @@ fn check_header(name: &str, bytes: &[u8]) -> Result<(), LoadError> {
 }
 
 fn load_from_disk(engine: &Engine, path: &Path) -> Option<Component> {
-    if !path.exists() {
-        return None;
-    }
+    // Read rather than map the file: a mapped file truncated by someone else
+    // would kill the process with SIGBUS.
+    let bytes = std::fs::read(path).ok()?;
     // SAFETY: the file is ours, written by `precompile_component` of an
     // engine with the same compatibility hash (it is in the file name);
     // wasmtime checks the header again and refuses a mismatch.
-    match unsafe { Component::deserialize_file(engine, path) } {
+    match unsafe { Component::deserialize(engine, &bytes) } {
         Ok(component) => Some(component),
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "discarding unusable compiled plugin cache entry");

@@ -37,6 +37,16 @@ pub struct RuntimeSettings {
     pub cache_dir: Option<PathBuf>,
 }
 
+/// The user's cache directory for Gantry: `$XDG_CACHE_HOME/gantry`, else
+/// `~/.cache/gantry`; `None` when neither is known.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(base.join("gantry"))
+}
+
 /// Shared by all plugins of the process. Cheap to clone.
 #[derive(Clone)]
 pub struct Runtime {

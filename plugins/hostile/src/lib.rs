@@ -5,7 +5,8 @@
 //! config picks the behaviour: `{"behaviour": "<name>"}` with one of
 //! `ok`, `loop`, `memory-bomb`, `panic`, `oversized-output`,
 //! `too-many-children`, `invalid-json`, `not-an-object`, `missing-name`,
-//! `chatty` (writes to stdout/stderr and the log), `error`.
+//! `chatty` (writes to stdout/stderr and the log), `counter` (names its
+//! child after a global call counter), `error`.
 //! `validate-config` rejects `{"behaviour": "reject-config"}`.
 
 #[cfg(target_arch = "wasm32")]
@@ -83,6 +84,13 @@ mod component {
                     eprintln!("hello from stderr");
                     log(LogLevel::Info, "hello from the log import");
                     Ok(response(vec![config_map("chatty")]))
+                }
+                "counter" => {
+                    // Global state: a fresh instance per call must start from zero.
+                    static CALLS: std::sync::atomic::AtomicU32 =
+                        std::sync::atomic::AtomicU32::new(0);
+                    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                    Ok(response(vec![config_map(&format!("call-{n}"))]))
                 }
                 "error" => Err(PluginError {
                     message: "the hostile plugin refuses".into(),

@@ -1,6 +1,5 @@
-//! Building plugin crates into components with the local Rust toolchain
-//! (`cargo build --target wasm32-wasip2`). Used by `gantry plugin build`,
-//! by `gantry plugin run` when given a crate directory, and by the tests.
+//! Rust plugins: `cargo build --target wasm32-wasip2`; the `cdylib` output
+//! of that target is a component.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -191,4 +190,35 @@ fn build_packages(
         options.profile.as_str()
     };
     Ok(target_dir.join(WASM_TARGET).join(profile_dir))
+}
+
+/// The root of the source tree this binary was built from.
+pub fn source_workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ has a parent")
+        .to_path_buf()
+}
+
+/// The directory of this source tree's example plugins, built once per
+/// process with the size-optimised `plugin` profile (tests, `gantry dev`).
+pub fn example_plugins() -> anyhow::Result<&'static Path> {
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let options = BuildOptions {
+                profile: "plugin".into(),
+                target_dir: None,
+            };
+            build_workspace_plugins(&source_workspace_root(), &options)
+                .map_err(|e| format!("{e:#}"))
+        })
+        .as_deref()
+        .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The component bytes of the example plugin `name` (e.g. `memcached`).
+pub fn example_plugin(name: &str) -> anyhow::Result<Vec<u8>> {
+    let path = example_plugins()?.join(format!("{}.wasm", name.replace('-', "_")));
+    std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
 }
