@@ -1,0 +1,155 @@
+//! Shared server state: the resource registry, the store, configuration, the write
+//! counter, and the wake-up signal of the background controllers.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use crate::config::Config;
+use crate::registry::{Registry, ResourceInfo};
+use crate::status::{ApiError, ApiResult};
+use crate::storage::{Event, Store, View, Write};
+
+/// Counts of successful mutating requests, by (verb, resource).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriteCounts {
+    /// (verb, `resource[.group][/subresource]`) -> count.
+    pub by_verb_resource: BTreeMap<(String, String), u64>,
+}
+
+impl WriteCounts {
+    /// Total number of successful writes.
+    pub fn total(&self) -> u64 {
+        self.by_verb_resource.values().sum()
+    }
+
+    /// Count for one verb (`create`, `update`, `patch`, `delete`, `deletecollection`)
+    /// and resource (e.g. `configmaps`, `deployments.apps`, `widgets.example.com/status`).
+    pub fn get(&self, verb: &str, resource: &str) -> u64 {
+        self.by_verb_resource
+            .get(&(verb.to_string(), resource.to_string()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The writes made after `earlier` (a previous snapshot of the same counter).
+    pub fn since(&self, earlier: &WriteCounts) -> WriteCounts {
+        let by_verb_resource = self
+            .by_verb_resource
+            .iter()
+            .map(|(k, n)| {
+                (
+                    k.clone(),
+                    n - earlier
+                        .by_verb_resource
+                        .get(k)
+                        .copied()
+                        .unwrap_or(0)
+                        .min(*n),
+                )
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        WriteCounts { by_verb_resource }
+    }
+
+    /// Total for one resource across verbs.
+    pub fn for_resource(&self, resource: &str) -> u64 {
+        self.by_verb_resource
+            .iter()
+            .filter(|((_, r), _)| r == resource)
+            .map(|(_, n)| n)
+            .sum()
+    }
+}
+
+/// The server's shared state.
+pub struct App {
+    /// Served resources.
+    pub registry: Registry,
+    /// Objects.
+    pub store: Store,
+    /// Configuration.
+    pub config: Config,
+    /// Successful mutating requests.
+    pub writes: Mutex<WriteCounts>,
+    /// Wakes the garbage collector / namespace controller after writes.
+    pub controllers: Notify,
+    /// Becomes true when the server shuts down (open watches end).
+    pub stop: tokio::sync::watch::Receiver<bool>,
+}
+
+impl App {
+    /// Records one successful mutating request.
+    pub fn count_write(&self, verb: &str, resource: String) {
+        let mut w = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        *w.by_verb_resource
+            .entry((verb.to_string(), resource))
+            .or_default() += 1;
+    }
+
+    /// Runs a store transaction (off the executor when the store is durable) and wakes
+    /// the controllers if anything was written.
+    pub async fn commit<T, F>(self: &Arc<Self>, f: F) -> ApiResult<(T, Vec<Arc<Event>>)>
+    where
+        T: Send + 'static,
+        F: FnOnce(&View<'_>) -> ApiResult<(T, Vec<Write>)> + Send + 'static,
+    {
+        let result = if self.store.is_durable() {
+            let app = self.clone();
+            tokio::task::spawn_blocking(move || app.store.commit(f))
+                .await
+                .map_err(|e| ApiError::Internal(format!("storage task failed: {e}")))?
+        } else {
+            self.store.commit(f)
+        };
+        let (out, events) = result.map_err(|e| ApiError::Internal(e.to_string()))??;
+        if !events.is_empty() {
+            self.after_commit(&events);
+        }
+        Ok((out, events))
+    }
+}
+
+impl App {
+    /// Keeps derived state in step with committed events: CRDs → registry; wakes controllers.
+    pub fn after_commit(&self, events: &[Arc<Event>]) {
+        let crd_prefix = format!("{}/{}/", crate::crd::GROUP, crate::crd::PLURAL);
+        for e in events {
+            if e.key.starts_with(&crd_prefix) {
+                let current = (e.kind != crate::storage::EventType::Deleted).then(|| &*e.object);
+                crate::crd::sync(&self.registry, current, e.previous.as_deref());
+            }
+        }
+        // The controllers only have work after deletions, on deleting objects, and on
+        // objects with owners (whose owners may be gone).
+        let relevant = events.iter().any(|e| {
+            e.kind == crate::storage::EventType::Deleted
+                || crate::objects::meta::is_deleting(&e.object)
+                || e.object
+                    .pointer("/metadata/ownerReferences")
+                    .is_some_and(|r| !r.is_null())
+        });
+        if relevant {
+            self.controllers.notify_one();
+        }
+    }
+}
+
+/// The object as served at `info`'s version: custom resources get the requested
+/// `apiVersion` (conversion None) and their schema defaults applied on read.
+pub fn present(info: &ResourceInfo, obj: &Value) -> Value {
+    if crate::objects::events::is_events_v1(info) {
+        return crate::objects::events::from_core(obj);
+    }
+    let mut obj = obj.clone();
+    if let Some(crd) = &info.crd {
+        obj["apiVersion"] = Value::String(info.api_version());
+        if let Some(schema) = &crd.schema {
+            schema.default(&mut obj);
+        }
+    }
+    obj
+}

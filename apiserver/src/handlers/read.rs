@@ -1,0 +1,179 @@
+//! GET of one object and LIST with selectors, pagination and Table output.
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::app::{App, present};
+use crate::http::request::ResourceRequest;
+use crate::http::respond::json_response;
+use crate::selectors::{FieldSelector, LabelSelector, Selectors};
+use crate::status::{ApiError, ApiResult};
+use crate::table::{IncludeObject, partial_object_metadata, table};
+
+/// GET one object.
+pub async fn get(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
+    let info = &r.info;
+    let obj = app
+        .store
+        .get(&r.key())
+        .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, r.name()))?;
+    let obj = present(info, &obj);
+    if r.wants_table() {
+        let rv = obj
+            .pointer("/metadata/resourceVersion")
+            .cloned()
+            .unwrap_or(json!(""));
+        let t = table(
+            info,
+            &[obj],
+            json!({ "resourceVersion": rv }),
+            IncludeObject::parse(r.query.get("includeObject")),
+            true,
+        );
+        return Ok(json_response(200, &t, &[]));
+    }
+    if r.wants_metadata() {
+        return Ok(json_response(200, &partial_object_metadata(&obj), &[]));
+    }
+    Ok(json_response(200, &obj, &[]))
+}
+
+/// Parses `labelSelector` and `fieldSelector`.
+pub fn selectors(r: &ResourceRequest) -> ApiResult<Selectors> {
+    let labels = LabelSelector::parse(r.query.get("labelSelector").unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let mut field_query = r.query.get("fieldSelector").unwrap_or("").to_string();
+    if crate::objects::events::is_events_v1(&r.info) {
+        // Selectors name events.k8s.io fields; objects are stored as core Events.
+        field_query = field_query.replace("regarding.", "involvedObject.");
+    }
+    let fields =
+        FieldSelector::parse(&field_query).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok(Selectors { labels, fields })
+}
+
+/// The position a `continue` token resumes from.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Continue {
+    /// resourceVersion of the first page.
+    rv: u64,
+    /// Last key returned.
+    start: String,
+}
+
+fn decode_continue(token: &str) -> ApiResult<Continue> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .ok_or_else(|| ApiError::bad_request("continue key is not valid"))
+}
+
+fn encode_continue(c: &Continue) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(serde_json::to_vec(c).expect("serializes"))
+}
+
+/// LIST objects.
+pub async fn list(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
+    let info = &r.info;
+    let sel = selectors(&r)?;
+    let limit: usize = match r.query.get("limit") {
+        Some(l) => l
+            .parse::<i64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?
+            .max(0) as usize,
+        None => 0,
+    };
+    let prefix = info.ns_prefix(r.namespace.as_deref());
+    let (after, list_rv) = match r.query.get("continue").filter(|c| !c.is_empty()) {
+        Some(tok) => {
+            let c = decode_continue(tok)?;
+            if c.rv < app.store.oldest_watchable() {
+                return Err(ApiError::Expired(
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.".into(),
+                ));
+            }
+            (Some(c.start), Some(c.rv))
+        }
+        None => (None, None),
+    };
+    let exact = match (
+        r.query.get("resourceVersionMatch"),
+        r.query.get("resourceVersion"),
+    ) {
+        (Some("Exact"), Some(v)) => Some(
+            v.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {v}")))?,
+        ),
+        _ => None,
+    };
+    let (all, rv) = match list_rv.or(exact) {
+        // A consistent snapshot at the first page's (or the requested) resourceVersion.
+        Some(at) => {
+            let items = app
+                .store
+                .list_at(&prefix, after.as_deref(), at)
+                .map_err(|oldest| {
+                    ApiError::Expired(format!("too old resource version: {at} ({oldest})"))
+                })?;
+            (items, at)
+        }
+        None => app.store.list(&prefix, after.as_deref()),
+    };
+    let mut items = vec![];
+    let mut next = None;
+    let mut remaining = 0usize;
+    for (key, obj) in &all {
+        if !sel.matches(obj) {
+            continue;
+        }
+        if limit > 0 && items.len() == limit {
+            if next.is_none() {
+                next = Some(items_last_key(&all, &items));
+            }
+            remaining += 1;
+            continue;
+        }
+        items.push((key.clone(), present(info, obj)));
+    }
+    let mut meta = json!({ "resourceVersion": rv.to_string() });
+    if let Some(Some(last)) = next {
+        meta["continue"] = json!(encode_continue(&Continue { rv, start: last }));
+        meta["remainingItemCount"] = json!(remaining);
+    }
+    let objects: Vec<Value> = items.into_iter().map(|(_, o)| o).collect();
+    if r.wants_table() {
+        let t = table(
+            info,
+            &objects,
+            meta,
+            IncludeObject::parse(r.query.get("includeObject")),
+            true,
+        );
+        return Ok(json_response(200, &t, &[]));
+    }
+    let body = if r.wants_metadata() {
+        json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": meta,
+            "items": objects.iter().map(partial_object_metadata).collect::<Vec<_>>(),
+        })
+    } else {
+        json!({
+            "kind": format!("{}List", info.kind),
+            "apiVersion": info.api_version(),
+            "metadata": meta,
+            "items": objects,
+        })
+    };
+    Ok(json_response(200, &body, &[]))
+}
+
+fn items_last_key(_all: &[(String, Arc<Value>)], items: &[(String, Value)]) -> Option<String> {
+    items.last().map(|(k, _)| k.clone())
+}

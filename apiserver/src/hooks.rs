@@ -1,0 +1,123 @@
+//! Kind-specific behaviour on create and update (what kube's per-kind strategies do):
+//! namespaces get the `kubernetes` finalizer and a phase, CRDs are validated and
+//! their status is computed.
+
+use serde_json::{Value, json};
+
+use crate::registry::ResourceInfo;
+use crate::status::ApiResult;
+
+fn is(info: &ResourceInfo, group: &str, plural: &str) -> bool {
+    info.group == group && info.plural == plural
+}
+
+/// Called for every new object after admission.
+pub fn on_create(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
+    if is(info, "", "namespaces") {
+        obj["spec"] = json!({ "finalizers": ["kubernetes"] });
+        obj["status"] = json!({ "phase": "Active" });
+    } else if is(info, crate::crd::GROUP, crate::crd::PLURAL) {
+        crate::crd::admit(obj, None)?;
+    } else if is(info, "", "services") {
+        allocate_cluster_ip(obj);
+    }
+    Ok(())
+}
+
+/// Gives a Service a cluster IP from 10.96.0.0/12 (as kube's allocator does; uniqueness
+/// is only probabilistic here), unless it has one, is headless or ExternalName.
+fn allocate_cluster_ip(svc: &mut Value) {
+    use rand::Rng;
+    let spec = &mut svc["spec"];
+    if spec["type"] == "ExternalName" {
+        return;
+    }
+    let ip = match spec
+        .get("clusterIP")
+        .and_then(Value::as_str)
+        .filter(|ip| !ip.is_empty())
+    {
+        Some(ip) => ip.to_string(),
+        None => {
+            let mut rng = rand::rng();
+            format!(
+                "10.{}.{}.{}",
+                rng.random_range(96..112),
+                rng.random_range(0..=255),
+                rng.random_range(1..255)
+            )
+        }
+    };
+    spec["clusterIP"] = json!(ip);
+    if spec.get("clusterIPs").is_none_or(Value::is_null) {
+        spec["clusterIPs"] = json!([ip]);
+    }
+    if spec.get("ipFamilies").is_none_or(Value::is_null) {
+        spec["ipFamilies"] = json!(["IPv4"]);
+    }
+    if spec.get("ipFamilyPolicy").is_none_or(Value::is_null) {
+        spec["ipFamilyPolicy"] = json!("SingleStack");
+    }
+}
+
+/// Called for every update after subresource rules and admission.
+pub fn on_update(
+    info: &ResourceInfo,
+    old: &Value,
+    new: &mut Value,
+    subresource: Option<&str>,
+) -> ApiResult<()> {
+    if is(info, "", "namespaces") {
+        if subresource != Some("finalize") {
+            new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
+        }
+    } else if is(info, crate::crd::GROUP, crate::crd::PLURAL) && subresource.is_none() {
+        crate::crd::admit(new, Some(old))?;
+    } else if (is(info, "", "configmaps") || is(info, "", "secrets"))
+        && old.get("immutable") == Some(&json!(true))
+    {
+        for f in ["data", "binaryData", "immutable"] {
+            if new.get(f) != old.get(f) {
+                let name = old
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                return Err(crate::status::ApiError::invalid(
+                    &info.group,
+                    &info.kind,
+                    name,
+                    vec![crate::status::Cause::new(
+                        "FieldValueForbidden",
+                        "Forbidden: field is immutable when `immutable` is set",
+                        f,
+                    )],
+                ));
+            }
+        }
+    } else if is(info, "", "services") {
+        // Allocated fields survive updates that do not mention them.
+        for f in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+            if new
+                .pointer(&format!("/spec/{f}"))
+                .is_none_or(Value::is_null)
+                && let Some(v) = old.pointer(&format!("/spec/{f}"))
+            {
+                new["spec"][f] = v.clone();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether something besides `metadata.finalizers` keeps a deleting object alive
+/// (a namespace's `spec.finalizers`).
+pub fn holds_deletion(info: &ResourceInfo, obj: &Value) -> bool {
+    is(info, "", "namespaces") && spec_finalizers_nonempty(obj)
+}
+
+/// Whether a namespace still has `spec.finalizers`.
+pub fn spec_finalizers_nonempty(obj: &Value) -> bool {
+    obj.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+}

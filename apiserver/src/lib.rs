@@ -1,0 +1,36 @@
+//! Gantry's embedded Kubernetes API server: real clients (kube-rs, kubectl) use it
+//! unmodified.
+//!
+//! Where to start reading:
+//! - [`server`]: [`ApiServer::start`] / [`run`] wire the store, registry, HTTP router
+//!   and background controllers together.
+//! - [`http`]: every request enters `http::handle`; resource paths are parsed and
+//!   dispatched by verb to [`handlers`].
+//! - [`handlers::write`]: create/update/patch/apply; [`objects`] holds what a write does
+//!   to an object (admission, metadata, managedFields, deletion).
+//! - [`storage`]: objects, resourceVersions, watch history, redb durability.
+//! - [`registry`]: which resources exist (built-ins from k8s-openapi, CRDs via [`crd`]).
+//! - [`gc`]: garbage collector, namespace and CRD cleanup controllers.
+
+pub mod app;
+pub mod config;
+pub mod crd;
+pub mod discovery;
+pub mod gc;
+pub mod handlers;
+pub mod hooks;
+pub mod http;
+pub mod kubeconfig;
+pub mod objects;
+pub mod openapi;
+pub mod protobuf;
+pub mod registry;
+pub mod selectors;
+pub mod server;
+pub mod status;
+pub mod storage;
+pub mod table;
+
+pub use app::WriteCounts;
+pub use config::{ApiServerArgs, Config};
+pub use server::{ApiServer, ApiServerHandle, StartError, run};

@@ -1,0 +1,187 @@
+//! Defaults kube-apiserver applies to the most used built-in kinds (its
+//! `SetDefaults_*` functions), so objects read back look like a real cluster's.
+//! Only fields that are absent are filled in.
+
+use serde_json::{Value, json};
+
+use crate::registry::ResourceInfo;
+
+/// Sets `obj[key] = value` when absent (or null); `obj` must be an object.
+fn default(obj: &mut Value, key: &str, value: Value) {
+    if let Some(m) = obj.as_object_mut()
+        && m.get(key).is_none_or(Value::is_null)
+    {
+        m.insert(key.to_string(), value);
+    }
+}
+
+/// The object at `key`, created empty when absent.
+fn child<'a>(obj: &'a mut Value, key: &str) -> &'a mut Value {
+    default(obj, key, json!({}));
+    &mut obj[key]
+}
+
+fn container(c: &mut Value) {
+    default(c, "terminationMessagePath", json!("/dev/termination-log"));
+    default(c, "terminationMessagePolicy", json!("File"));
+    let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+    let last = image.rsplit('/').next().unwrap_or("");
+    let latest = !image.contains('@') && (!last.contains(':') || last.ends_with(":latest"));
+    default(
+        c,
+        "imagePullPolicy",
+        json!(if latest { "Always" } else { "IfNotPresent" }),
+    );
+    if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports {
+            default(p, "protocol", json!("TCP"));
+        }
+    }
+    default(c, "resources", json!({}));
+}
+
+/// `SetDefaults_PodSpec` and the container defaults.
+fn pod_spec(spec: &mut Value) {
+    default(spec, "restartPolicy", json!("Always"));
+    default(spec, "terminationGracePeriodSeconds", json!(30));
+    default(spec, "dnsPolicy", json!("ClusterFirst"));
+    default(spec, "securityContext", json!({}));
+    default(spec, "schedulerName", json!("default-scheduler"));
+    for list in ["containers", "initContainers"] {
+        if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            cs.iter_mut().for_each(container);
+        }
+    }
+}
+
+fn template(spec: &mut Value) {
+    let t = child(spec, "template");
+    pod_spec(child(t, "spec"));
+}
+
+fn job_spec(spec: &mut Value) {
+    if spec.get("completions").is_none_or(Value::is_null)
+        && spec.get("parallelism").is_none_or(Value::is_null)
+    {
+        default(spec, "completions", json!(1));
+        default(spec, "parallelism", json!(1));
+    }
+    default(spec, "parallelism", json!(1));
+    default(spec, "backoffLimit", json!(6));
+    default(spec, "completionMode", json!("NonIndexed"));
+    default(spec, "suspend", json!(false));
+    template(spec);
+}
+
+/// Applies the defaults of `info`'s kind to `obj` (built-ins only).
+pub fn apply(info: &ResourceInfo, obj: &mut Value) {
+    match (info.group.as_str(), info.plural.as_str()) {
+        ("", "pods") => pod_spec(child(obj, "spec")),
+        ("", "secrets") => default(obj, "type", json!("Opaque")),
+        ("", "services") => {
+            let spec = child(obj, "spec");
+            default(spec, "type", json!("ClusterIP"));
+            default(spec, "sessionAffinity", json!("None"));
+            if spec["type"] != "ExternalName" {
+                default(spec, "internalTrafficPolicy", json!("Cluster"));
+            }
+            if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+                for p in ports {
+                    default(p, "protocol", json!("TCP"));
+                    if let Some(port) = p.get("port").cloned() {
+                        default(p, "targetPort", port);
+                    }
+                }
+            }
+        }
+        ("apps", "deployments") => {
+            let spec = child(obj, "spec");
+            default(spec, "replicas", json!(1));
+            default(spec, "revisionHistoryLimit", json!(10));
+            default(spec, "progressDeadlineSeconds", json!(600));
+            default(spec, "strategy", json!({}));
+            let strategy = &mut spec["strategy"];
+            default(strategy, "type", json!("RollingUpdate"));
+            if strategy["type"] == "RollingUpdate" {
+                default(strategy, "rollingUpdate", json!({}));
+                default(
+                    &mut strategy["rollingUpdate"],
+                    "maxUnavailable",
+                    json!("25%"),
+                );
+                default(&mut strategy["rollingUpdate"], "maxSurge", json!("25%"));
+            }
+            template(spec);
+        }
+        ("apps", "statefulsets") => {
+            let spec = child(obj, "spec");
+            default(spec, "replicas", json!(1));
+            default(spec, "podManagementPolicy", json!("OrderedReady"));
+            default(spec, "revisionHistoryLimit", json!(10));
+            default(
+                spec,
+                "updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+            );
+            default(
+                spec,
+                "persistentVolumeClaimRetentionPolicy",
+                json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+            );
+            template(spec);
+        }
+        ("apps", "daemonsets") => {
+            let spec = child(obj, "spec");
+            default(spec, "revisionHistoryLimit", json!(10));
+            default(
+                spec,
+                "updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+            );
+            template(spec);
+        }
+        ("apps", "replicasets") => {
+            let spec = child(obj, "spec");
+            default(spec, "replicas", json!(1));
+            template(spec);
+        }
+        ("batch", "jobs") => job_spec(child(obj, "spec")),
+        ("batch", "cronjobs") => {
+            let spec = child(obj, "spec");
+            default(spec, "concurrencyPolicy", json!("Allow"));
+            default(spec, "suspend", json!(false));
+            default(spec, "successfulJobsHistoryLimit", json!(3));
+            default(spec, "failedJobsHistoryLimit", json!(1));
+            let jt = child(spec, "jobTemplate");
+            job_spec(child(jt, "spec"));
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deployment_defaults_keep_given_values() {
+        let info = crate::registry::builtin::all()
+            .into_iter()
+            .find(|r| r.plural == "deployments")
+            .unwrap();
+        let mut d = json!({"spec": {"replicas": 3, "template": {"spec": {"containers": [
+            {"name": "a", "image": "nginx"}, {"name": "b", "image": "reg.io/x:1.2", "ports": [{"containerPort": 80}]}
+        ]}}}});
+        apply(&info, &mut d);
+        assert_eq!(d["spec"]["replicas"], 3);
+        assert_eq!(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
+        let cs = &d["spec"]["template"]["spec"]["containers"];
+        assert_eq!(cs[0]["imagePullPolicy"], "Always");
+        assert_eq!(cs[1]["imagePullPolicy"], "IfNotPresent");
+        assert_eq!(cs[1]["ports"][0]["protocol"], "TCP");
+        assert_eq!(d["spec"]["template"]["spec"]["restartPolicy"], "Always");
+        let mut again = d.clone();
+        apply(&info, &mut again);
+        assert_eq!(again, d, "idempotent");
+    }
+}

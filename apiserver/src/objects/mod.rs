@@ -1,0 +1,10 @@
+//! What every write does to an object before it is stored: type checks, schema
+//! admission (pruning, defaulting, validation), metadata rules, managedFields.
+
+pub mod admission;
+pub mod defaults;
+pub mod events;
+pub mod fieldmanager;
+pub mod lifecycle;
+pub mod meta;
+pub mod validation;

@@ -1,0 +1,212 @@
+//! Shared helpers for the integration tests: an in-process server, a raw HTTP client
+//! for exact status/header checks, and small object builders.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+
+use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Starts an in-memory server on a free loopback port.
+pub async fn server() -> ApiServerHandle {
+    server_with(Config::default()).await
+}
+
+/// Starts a server with `config`.
+pub async fn server_with(config: Config) -> ApiServerHandle {
+    ApiServer::start(config).await.expect("server starts")
+}
+
+/// A raw HTTP response.
+#[derive(Debug)]
+pub struct Raw {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Raw {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
+    pub fn header(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+}
+
+fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = vec![];
+    while let Some(pos) = body.windows(2).position(|w| w == b"\r\n") {
+        let size = usize::from_str_radix(std::str::from_utf8(&body[..pos]).unwrap().trim(), 16)
+            .unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        out.extend_from_slice(&body[pos + 2..pos + 2 + size]);
+        body = &body[pos + 2 + size + 2..];
+    }
+    out
+}
+
+/// Sends one HTTP/1.1 request (Connection: close) and reads the whole response.
+pub async fn raw(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Raw {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    s.write_all(body).await.unwrap();
+    let mut buf = vec![];
+    s.read_to_end(&mut buf).await.unwrap();
+    let split = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header end");
+    let head = String::from_utf8_lossy(&buf[..split]).to_string();
+    let mut lines = head.lines();
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| {
+            l.split_once(':')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect();
+    let raw_body = &buf[split + 4..];
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(raw_body)
+    } else {
+        raw_body.to_vec()
+    };
+    Raw {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).to_string(),
+    }
+}
+
+/// JSON request helper.
+pub async fn req(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> Raw {
+    let bytes = body
+        .map(|b| serde_json::to_vec(b).unwrap())
+        .unwrap_or_default();
+    raw(
+        addr,
+        method,
+        path,
+        &[("Content-Type", "application/json")],
+        &bytes,
+    )
+    .await
+}
+
+/// A ConfigMap body.
+pub fn configmap(name: &str, data: Value) -> Value {
+    json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": name }, "data": data })
+}
+
+/// Asserts a Status response with code and reason.
+#[track_caller]
+pub fn assert_status(r: &Raw, code: u16, reason: &str) -> Value {
+    assert_eq!(r.status, code, "body: {}", r.body);
+    let s = r.json();
+    assert_eq!(s["kind"], "Status", "{s}");
+    assert_eq!(s["code"], code, "{s}");
+    assert_eq!(s["reason"], reason, "{s}");
+    s
+}
+
+/// The widgets.example.com CRD used by several tests.
+pub fn widget_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": { "name": "widgets.example.com" },
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": { "plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"], "categories": ["all"] },
+            "versions": [
+                {
+                    "name": "v1", "served": true, "storage": true,
+                    "subresources": { "status": {}, "scale": { "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas" } },
+                    "additionalPrinterColumns": [
+                        { "name": "Size", "type": "string", "jsonPath": ".spec.size" },
+                        { "name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas" }
+                    ],
+                    "schema": { "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": { "type": "object", "properties": {
+                                "size": { "type": "string", "default": "small" },
+                                "replicas": { "type": "integer", "maximum": 10 },
+                                "tags": { "type": "array", "items": { "type": "string" }, "x-kubernetes-list-type": "set" }
+                            }},
+                            "status": { "type": "object", "properties": { "replicas": { "type": "integer" }, "phase": { "type": "string" } } }
+                        }
+                    }}
+                },
+                {
+                    "name": "v1beta1", "served": true, "storage": false,
+                    "subresources": { "status": {} },
+                    "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } }
+                }
+            ]
+        }
+    })
+}
+
+/// Creates the widget CRD and waits until its resources are served.
+pub async fn install_widgets(addr: SocketAddr) {
+    let r = req(
+        addr,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        Some(&widget_crd()),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let d = req(addr, "GET", "/apis/example.com/v1", None).await;
+    assert_eq!(d.status, 200, "served right after create: {}", d.body);
+}
+
+/// A widget body.
+pub fn widget(name: &str, spec: Value) -> Value {
+    json!({ "apiVersion": "example.com/v1", "kind": "Widget", "metadata": { "name": name }, "spec": spec })
+}
+
+/// Current global resourceVersion (from a list).
+pub async fn current_rv(addr: SocketAddr) -> u64 {
+    let r = req(addr, "GET", "/api/v1/namespaces", None).await;
+    r.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}

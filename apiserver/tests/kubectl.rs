@@ -1,0 +1,479 @@
+//! The real `kubectl` against the server: every kubectl found (GANTRY_KUBECTL, a
+//! colon-separated list, or /opt/debian-kubectl/usr/bin/kubectl and `kubectl` on
+//! PATH) runs the whole suite against a fresh server.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::*;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+
+fn kubectls() -> Vec<PathBuf> {
+    let candidates: Vec<PathBuf> = match std::env::var("GANTRY_KUBECTL") {
+        Ok(list) if !list.is_empty() => list.split(':').map(PathBuf::from).collect(),
+        _ => {
+            let mut v = vec![PathBuf::from("/opt/debian-kubectl/usr/bin/kubectl")];
+            if let Some(path) = std::env::var_os("PATH") {
+                v.extend(
+                    std::env::split_paths(&path)
+                        .map(|d| d.join("kubectl"))
+                        .filter(|p| p.is_file())
+                        .take(1),
+                );
+            }
+            v
+        }
+    };
+    candidates.into_iter().filter(|p| p.is_file()).collect()
+}
+
+struct Kubectl {
+    bin: PathBuf,
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+    minor: u32,
+}
+
+struct Out {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl Kubectl {
+    async fn new(bin: &Path, dir: &Path, kubeconfig: PathBuf) -> Kubectl {
+        let out = Command::new(bin)
+            .args(["version", "--client", "-o", "json"])
+            .output()
+            .await
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let minor: u32 = v["clientVersion"]["minor"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches('+')
+            .parse()
+            .unwrap();
+        Kubectl {
+            bin: bin.to_path_buf(),
+            kubeconfig,
+            cache: dir.join(format!("cache-{minor}")),
+            minor,
+        }
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.bin);
+        c.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args);
+        c
+    }
+
+    async fn run_stdin(&self, args: &[&str], stdin: &str) -> Out {
+        let mut c = self.cmd(args);
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .await
+            .unwrap();
+        let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+            .await
+            .expect("kubectl finished")
+            .unwrap();
+        Out {
+            ok: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into(),
+            stderr: String::from_utf8_lossy(&out.stderr).into(),
+        }
+    }
+
+    async fn run(&self, args: &[&str]) -> Out {
+        self.run_stdin(args, "").await
+    }
+
+    #[track_caller]
+    fn check(&self, args: &[&str], out: Out, want_ok: bool) -> Out {
+        assert_eq!(
+            out.ok, want_ok,
+            "kubectl 1.{} {args:?}\nstdout: {}\nstderr: {}",
+            self.minor, out.stdout, out.stderr
+        );
+        out
+    }
+
+    async fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        self.check(args, out, true).stdout
+    }
+
+    async fn ok_stdin(&self, args: &[&str], stdin: &str) -> String {
+        let out = self.run_stdin(args, stdin).await;
+        self.check(args, out, true).stdout
+    }
+
+    async fn fail(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        self.check(args, out, false).stderr
+    }
+
+    async fn fail_stdin(&self, args: &[&str], stdin: &str) -> String {
+        let out = self.run_stdin(args, stdin).await;
+        self.check(args, out, false).stderr
+    }
+}
+
+const CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Size, type: string, jsonPath: .spec.size}
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: string}
+              replicas: {type: integer, maximum: 10}
+"#;
+
+fn widget_yaml(size: &str, replicas: u32) -> String {
+    format!(
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: {size}\n  replicas: {replicas}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_suite() {
+    let bins = kubectls();
+    if bins.is_empty() {
+        eprintln!(
+            "\n\n!!!!!!!! SKIPPING kubectl_suite: no kubectl found (set GANTRY_KUBECTL or install kubernetes-client) !!!!!!!!\n\n"
+        );
+        return;
+    }
+    for bin in bins {
+        eprintln!("running the kubectl suite with {}", bin.display());
+        suite(&bin).await;
+    }
+}
+
+async fn suite(bin: &Path) {
+    let s = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    s.write_kubeconfig(&kc).unwrap();
+    let k = Kubectl::new(bin, dir.path(), kc).await;
+
+    // CRD, then CRs.
+    let out = k.ok_stdin(&["create", "-f", "-"], CRD).await;
+    assert!(
+        out.contains("customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"),
+        "{out}"
+    );
+    let out = k
+        .ok(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+            "--timeout=60s",
+        ])
+        .await;
+    assert!(out.contains("condition met"), "{out}");
+    let out = k
+        .ok_stdin(&["create", "-f", "-"], &widget_yaml("small", 1))
+        .await;
+    assert!(out.contains("widget.example.com/w1 created"), "{out}");
+    // Printer columns.
+    let out = k.ok(&["get", "widgets"]).await;
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].split_whitespace().eq(["NAME", "SIZE", "REPLICAS"]),
+        "{out}"
+    );
+    assert!(
+        lines[1].split_whitespace().eq(["w1", "small", "1"]),
+        "{out}"
+    );
+    assert!(
+        k.ok(&["get", "wd", "w1", "-o", "name"])
+            .await
+            .contains("widget.example.com/w1")
+    );
+    // Schema violation is reported.
+    let err = k
+        .fail_stdin(
+            &["create", "-f", "-"],
+            &widget_yaml("big", 99).replace("w1", "w2"),
+        )
+        .await;
+    assert!(err.contains("spec.replicas"), "{err}");
+    if k.minor >= 25 {
+        // Server-side field validation (kubectl sends fieldValidation=Strict).
+        let err = k.fail_stdin(&["create", "-f", "-"], "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w3\nspec:\n  bogus: 1\n").await;
+        assert!(err.contains("unknown field \"spec.bogus\""), "{err}");
+    }
+
+    // Generator commands (kubectl 1.32 sends these as protobuf).
+    k.ok(&["create", "namespace", "gen-ns"]).await;
+    k.ok(&["create", "configmap", "gen-cm", "--from-literal=a=b"])
+        .await;
+    k.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "gen-secret",
+        "--from-literal=k=v",
+    ])
+    .await;
+    k.ok(&["create", "serviceaccount", "gen-sa"]).await;
+    k.ok(&[
+        "create",
+        "deployment",
+        "gen-deploy",
+        "--image=nginx:1",
+        "--port=80",
+    ])
+    .await;
+    let image = k
+        .ok(&[
+            "get",
+            "deployment",
+            "gen-deploy",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image}",
+        ])
+        .await;
+    assert_eq!(image, "nginx:1");
+    k.ok(&["create", "service", "clusterip", "gen-svc", "--tcp=80:8080"])
+        .await;
+    let port = k
+        .ok(&[
+            "get",
+            "service",
+            "gen-svc",
+            "-o",
+            "jsonpath={.spec.ports[0].targetPort}",
+        ])
+        .await;
+    assert_eq!(port, "8080");
+    k.ok(&["create", "job", "gen-job", "--image=busybox"]).await;
+    let data = k
+        .ok(&["get", "configmap", "gen-cm", "-o", "jsonpath={.data.a}"])
+        .await;
+    assert_eq!(data, "b");
+    let secret = k
+        .ok(&["get", "secret", "gen-secret", "-o", "jsonpath={.data.k}"])
+        .await;
+    assert_eq!(secret, "dg==");
+    assert!(k.ok(&["get", "ns", "gen-ns"]).await.contains("Active"));
+
+    // Server-side apply with two managers: conflict, then --force-conflicts.
+    // Same values as the creator: shared ownership, no conflict.
+    let out = k
+        .ok_stdin(
+            &["apply", "--server-side", "--field-manager=alice", "-f", "-"],
+            &widget_yaml("small", 1),
+        )
+        .await;
+    assert!(out.contains("serverside-applied"), "{out}");
+    let err = k
+        .fail_stdin(
+            &["apply", "--server-side", "--field-manager=bob", "-f", "-"],
+            &widget_yaml("large", 1),
+        )
+        .await;
+    assert!(
+        err.contains("conflict") && err.contains("alice") && err.contains(".spec.size"),
+        "{err}"
+    );
+    k.ok_stdin(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=bob",
+            "--force-conflicts",
+            "-f",
+            "-",
+        ],
+        &widget_yaml("large", 1),
+    )
+    .await;
+    let mut get_yaml = vec!["get", "widget", "w1", "-o", "yaml"];
+    if k.minor >= 21 {
+        get_yaml.push("--show-managed-fields");
+    }
+    let yaml = k.ok(&get_yaml).await;
+    assert!(
+        yaml.contains("managedFields:")
+            && yaml.contains("manager: bob")
+            && yaml.contains("operation: Apply"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("size: large"), "{yaml}");
+
+    // kubectl get -w sees changes.
+    let mut watch = k.cmd(&["get", "configmaps", "-w", "--request-timeout=60s"]);
+    watch
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let mut child = watch.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // Make sure the watch is established before the change: wait for the header.
+    let saw_header = tokio::time::timeout(Duration::from_secs(30), async {
+        k.ok_stdin(
+            &["create", "-f", "-"],
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: seen-by-watch\n",
+        )
+        .await;
+        while let Ok(Some(l)) = lines.next_line().await {
+            if l.contains("seen-by-watch") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(
+        saw_header,
+        Ok(true),
+        "kubectl get -w printed the new configmap"
+    );
+    child.kill().await.ok();
+
+    // Delete with a finalizer.
+    k.ok_stdin(&["create", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fin\n  finalizers: [example.com/hold]\n").await;
+    k.ok(&["delete", "configmap", "fin", "--wait=false"]).await;
+    let ts = k
+        .ok(&[
+            "get",
+            "configmap",
+            "fin",
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ])
+        .await;
+    assert!(!ts.trim().is_empty(), "deletionTimestamp set");
+    k.ok(&[
+        "patch",
+        "configmap",
+        "fin",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ])
+    .await;
+    let err = k.fail(&["get", "configmap", "fin"]).await;
+    assert!(
+        err.contains("NotFound") || err.contains("not found"),
+        "{err}"
+    );
+
+    // Client-side apply (last-applied annotation + strategic/merge patch).
+    let cm = |v: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: csa\ndata:\n  key: {v}\n")
+    };
+    assert!(
+        k.ok_stdin(&["apply", "-f", "-"], &cm("one"))
+            .await
+            .contains("created")
+    );
+    assert!(
+        k.ok_stdin(&["apply", "-f", "-"], &cm("one"))
+            .await
+            .contains("unchanged")
+    );
+    assert!(
+        k.ok_stdin(&["apply", "-f", "-"], &cm("two"))
+            .await
+            .contains("configured")
+    );
+    let yaml = k.ok(&["get", "configmap", "csa", "-o", "yaml"]).await;
+    assert!(
+        yaml.contains("key: two")
+            && yaml.contains("kubectl.kubernetes.io/last-applied-configuration"),
+        "{yaml}"
+    );
+
+    // kubectl patch, all three types.
+    k.ok(&[
+        "patch",
+        "configmap",
+        "csa",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/data/j","value":"1"}]"#,
+    ])
+    .await;
+    k.ok(&[
+        "patch",
+        "configmap",
+        "csa",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"m":"2"}}"#,
+    ])
+    .await;
+    k.ok(&[
+        "patch",
+        "configmap",
+        "csa",
+        "--type=strategic",
+        "-p",
+        r#"{"data":{"s":"3"}}"#,
+    ])
+    .await;
+    let data = k
+        .ok(&["get", "configmap", "csa", "-o", "jsonpath={.data}"])
+        .await;
+    for f in [
+        "\"j\":\"1\"",
+        "\"m\":\"2\"",
+        "\"s\":\"3\"",
+        "\"key\":\"two\"",
+    ] {
+        assert!(data.contains(f), "{f} in {data}");
+    }
+
+    // Namespace deletion cascades.
+    k.ok_stdin(&["create", "-f", "-"], "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: doomed\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inside\n  namespace: doomed\n").await;
+    k.ok(&["delete", "namespace", "doomed", "--timeout=60s"])
+        .await;
+    let err = k.fail(&["get", "namespace", "doomed"]).await;
+    assert!(err.contains("not found"), "{err}");
+    let err = k
+        .fail(&["get", "configmap", "inside", "-n", "doomed"])
+        .await;
+    assert!(err.contains("not found"), "{err}");
+
+    // Deleting the CRD removes its objects.
+    k.ok(&["delete", "crd", "widgets.example.com"]).await;
+    s.shutdown().await;
+}
