@@ -7,6 +7,8 @@
 //!   generated bindings and checked conversions to `gantry_sdk` types.
 //! - [`runtime`]: the wasmtime engine, plugin loading with a digest-keyed
 //!   compile cache, and the per-call sandbox with its limits.
+//! - [`controller`]: the operator: bindings from ConfigMaps, one
+//!   controller per binding, reconcile → guardrails → apply/prune → status.
 //! - [`toolchain`]: building plugin crates into components.
 //! - [`bench`]: side-by-side cost of native and plugin calls.
 //! - [`cli`]: the `gantry` command line.
@@ -14,6 +16,8 @@
 pub mod bench;
 pub mod cli;
 pub mod contract;
+pub mod controller;
+pub mod dev;
 pub mod runtime;
 pub mod telemetry;
 pub mod toolchain;

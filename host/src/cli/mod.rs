@@ -5,7 +5,10 @@
 //! plugin could not be loaded; 5 bad input files or other failures.
 
 mod input;
+mod operator;
 mod plugin;
+
+pub use input::{read_object, read_objects, read_value};
 
 use std::process::ExitCode;
 
@@ -35,6 +38,13 @@ enum Command {
     /// Build, run and benchmark plugins locally.
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
+    /// Run the operator against a cluster (kubeconfig or in-cluster).
+    Run(operator::RunArgs),
+    /// Run everything on this machine: the embedded API server, the example
+    /// CRDs, bindings and objects, and the operator.
+    Dev(operator::DevArgs),
+    /// Serve the embedded, kubectl-compatible Kubernetes API server.
+    Apiserver(gantry_apiserver::ApiServerArgs),
 }
 
 /// Exit codes of the `gantry` command.
@@ -53,5 +63,8 @@ pub mod exit {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Plugin(command) => plugin::run(command),
+        Command::Run(args) => operator::run(args),
+        Command::Dev(args) => operator::dev(args),
+        Command::Apiserver(args) => operator::apiserver(args),
     }
 }

@@ -3,9 +3,10 @@
 //! It is written against the raw WIT bindings (not the SDK) so that it can
 //! also break the contract in ways the SDK would not let it. The binding's
 //! config picks the behaviour: `{"behaviour": "<name>"}` with one of
-//! `ok`, `loop`, `memory-bomb`, `panic`, `oversized-output`,
+//! `ok` (one ConfigMap `<parent>-fine`), `loop`, `memory-bomb`, `panic`, `oversized-output`,
 //! `too-many-children`, `invalid-json`, `not-an-object`, `missing-name`,
-//! `chatty` (writes to stdout/stderr and the log), `counter` (names its
+//! `echo` (a ConfigMap `<parent>-echo` naming the related and observed
+//! objects and the trigger), `chatty` (writes to stdout/stderr and the log; ConfigMap `<parent>-chatty`), `counter` (names its
 //! child after a global call counter), `error`.
 //! `validate-config` rejects `{"behaviour": "reject-config"}`.
 
@@ -15,7 +16,7 @@ mod component {
 
     wit_bindgen::generate!({ world: "reconciler", path: "../../wit" });
 
-    use exports::gantry::plugin::reconcile::{Guest, PluginError, Request, Response};
+    use exports::gantry::plugin::reconcile::{Guest, PluginError, Request, Response, Trigger};
     use gantry::plugin::host::log;
     use gantry::plugin::types::LogLevel;
 
@@ -49,6 +50,14 @@ mod component {
 
     impl Guest for Hostile {
         fn reconcile(request: Request) -> Result<Response, PluginError> {
+            let parent: String = serde_json::from_str::<Value>(&request.parent)
+                .ok()
+                .and_then(|p| {
+                    p.pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                })
+                .unwrap_or_else(|| "parent".into());
             match behaviour(&request.config).as_str() {
                 "loop" => {
                     let mut n: u64 = 0;
@@ -83,7 +92,7 @@ mod component {
                     println!("hello from stdout");
                     eprintln!("hello from stderr");
                     log(LogLevel::Info, "hello from the log import");
-                    Ok(response(vec![config_map("chatty")]))
+                    Ok(response(vec![config_map(&format!("{parent}-chatty"))]))
                 }
                 "counter" => {
                     // Global state: a fresh instance per call must start from zero.
@@ -92,12 +101,57 @@ mod component {
                     let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                     Ok(response(vec![config_map(&format!("call-{n}"))]))
                 }
+                "echo" => {
+                    // Reports what it was given: related names, observed names, trigger.
+                    let names = |objects: &[String]| {
+                        let mut names: Vec<String> = objects
+                            .iter()
+                            .filter_map(|o| serde_json::from_str::<Value>(o).ok())
+                            .filter_map(|o| {
+                                o.pointer("/metadata/name")
+                                    .and_then(Value::as_str)
+                                    .map(str::to_string)
+                            })
+                            .collect();
+                        names.sort();
+                        names.join(",")
+                    };
+                    // A change of its own child keeps the trigger it last
+                    // recorded, so the output settles after one write.
+                    let own = request
+                        .observed
+                        .iter()
+                        .filter_map(|o| serde_json::from_str::<Value>(o).ok())
+                        .find(|o| {
+                            o.pointer("/metadata/name").and_then(Value::as_str)
+                                == Some(&format!("{parent}-echo"))
+                        });
+                    let trigger = match &request.trigger {
+                        Trigger::ParentChanged => "parent-changed".to_string(),
+                        Trigger::ChildChanged(r) => own
+                            .as_ref()
+                            .and_then(|o| {
+                                o.pointer("/data/trigger")
+                                    .and_then(Value::as_str)
+                                    .map(str::to_string)
+                            })
+                            .unwrap_or_else(|| format!("child-changed:{}", r.name)),
+                        Trigger::RelatedChanged(r) => format!("related-changed:{}", r.name),
+                        Trigger::Resync => "resync".to_string(),
+                        Trigger::Requeue => "requeue".to_string(),
+                        Trigger::PluginChanged => "plugin-changed".to_string(),
+                    };
+                    let child = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": format!("{parent}-echo")},
+                        "data": {"related": names(&request.related), "observed": names(&request.observed), "trigger": trigger}});
+                    Ok(response(vec![child.to_string()]))
+                }
                 "error" => Err(PluginError {
                     message: "the hostile plugin refuses".into(),
                     reason: "Refused".into(),
                     retryable: true,
                 }),
-                _ => Ok(response(vec![config_map("fine")])),
+                _ => Ok(response(vec![config_map(&format!("{parent}-fine"))])),
             }
         }
     }

@@ -1,0 +1,197 @@
+//! `gantry run`, `gantry dev` and `gantry apiserver`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+
+use super::exit;
+use crate::controller::{Metrics, OperatorOptions, run_operator};
+use crate::runtime::{Runtime, RuntimeSettings, user_cache_dir};
+
+/// Operator flags shared by `run` and `dev`.
+#[derive(Debug, Args)]
+pub struct OperatorArgs {
+    /// Namespace whose ConfigMaps labelled gantry.dev/plugin are the bindings.
+    #[arg(long, env = "GANTRY_NAMESPACE", default_value = "gantry-system")]
+    namespace: String,
+    /// Reconciles running at once across all bindings.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// Longest one reconcile may take, in seconds.
+    #[arg(long, default_value_t = 60)]
+    reconcile_timeout_secs: u64,
+}
+
+impl OperatorArgs {
+    fn options(&self) -> OperatorOptions {
+        OperatorOptions {
+            namespace: self.namespace.clone(),
+            concurrency: self.concurrency,
+            reconcile_timeout: Duration::from_secs(self.reconcile_timeout_secs),
+            ..OperatorOptions::default()
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    operator: OperatorArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    /// Where the embedded API server keeps its data (default: the user's
+    /// cache dir, gantry/dev).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Address of the embedded API server.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: std::net::SocketAddr,
+    /// Do not create the sample Memcached and Database.
+    #[arg(long)]
+    no_samples: bool,
+    #[command(flatten)]
+    operator: OperatorArgs,
+}
+
+fn tokio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("install SIGTERM handler");
+        tokio::select! {
+            _ = interrupt => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+    tracing::info!("shutting down: finishing in-flight reconciles");
+}
+
+fn plugin_runtime() -> anyhow::Result<Runtime> {
+    let cache_dir = user_cache_dir().map(|d| d.join("compiled"));
+    Runtime::new(RuntimeSettings {
+        cache_dir,
+        ..RuntimeSettings::default()
+    })
+}
+
+fn finish(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit::OTHER)
+        }
+    }
+}
+
+pub fn run(args: RunArgs) -> ExitCode {
+    finish(tokio_runtime().and_then(|rt| {
+        rt.block_on(async {
+            let config = match &args.kubeconfig {
+                Some(path) => {
+                    let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
+                    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
+                }
+                None => kube::Config::infer().await?,
+            };
+            let client = kube::Client::try_from(config)?;
+            let runtime = plugin_runtime()?;
+            run_operator(
+                client,
+                runtime,
+                args.operator.options(),
+                Arc::new(Metrics::default()),
+                shutdown_signal(),
+            )
+            .await
+        })
+    }))
+}
+
+pub fn dev(args: DevArgs) -> ExitCode {
+    finish(tokio_runtime().and_then(|rt| rt.block_on(dev_async(args))))
+}
+
+async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
+    let base = user_cache_dir()
+        .context("no cache directory: set HOME or XDG_CACHE_HOME, or pass --data-dir")?
+        .join("dev");
+    let data_dir = args
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| base.join("apiserver"));
+    let kubeconfig = data_dir.parent().unwrap_or(&base).join("kubeconfig");
+    eprintln!("building the example plugins (first time: a few minutes)...");
+    let plugins = tokio::task::spawn_blocking(crate::toolchain::example_plugins).await??;
+    tracing::info!(dir = %plugins.display(), "example plugins built");
+
+    let config = gantry_apiserver::Config {
+        listen: args.listen,
+        data_dir: Some(data_dir.clone()),
+        ..Default::default()
+    };
+    let server = gantry_apiserver::ApiServer::start(config)
+        .await
+        .context("starting the embedded API server")?;
+    server
+        .write_kubeconfig(&kubeconfig)
+        .context("writing the kubeconfig")?;
+    let client = server.client();
+    let options = args.operator.options();
+    for example in crate::dev::EXAMPLES {
+        crate::dev::install_example(&client, example, &options.namespace).await?;
+    }
+    if !args.no_samples {
+        for example in crate::dev::EXAMPLES {
+            crate::dev::apply_file(
+                &client,
+                &crate::dev::example_dir(example).join("example.yaml"),
+            )
+            .await?;
+        }
+    }
+    println!(
+        "gantry dev: API server at {} (data in {})",
+        server.url(),
+        data_dir.display()
+    );
+    println!("gantry dev: export KUBECONFIG={}", kubeconfig.display());
+    println!(
+        "gantry dev: try `kubectl get memcacheds,databases,deployments,statefulsets -A`; Ctrl-C stops"
+    );
+    let runtime = plugin_runtime()?;
+    let result = run_operator(
+        client,
+        runtime,
+        options,
+        Arc::new(Metrics::default()),
+        shutdown_signal(),
+    )
+    .await;
+    server.shutdown().await;
+    result
+}
+
+pub fn apiserver(args: gantry_apiserver::ApiServerArgs) -> ExitCode {
+    finish(tokio_runtime().and_then(|rt| rt.block_on(gantry_apiserver::run(args))))
+}

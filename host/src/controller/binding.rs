@@ -1,0 +1,508 @@
+//! A binding: which parent kind a plugin reconciles, what it may create,
+//! what it reads, and the plugin itself, as held by a ConfigMap labelled
+//! `gantry.dev/plugin`.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::runtime::Limits;
+
+/// Label that marks a ConfigMap as a plugin binding.
+pub const BINDING_LABEL: &str = "gantry.dev/plugin";
+/// Label the host puts on every child, naming its binding.
+pub const CHILD_LABEL: &str = "gantry.dev/binding";
+/// Annotation on the ConfigMap: the digest of the plugin in service.
+pub const DIGEST_ANNOTATION: &str = "gantry.dev/plugin-digest";
+/// Key of the binding document in the ConfigMap's `data`.
+pub const BINDING_KEY: &str = "binding.yaml";
+/// Key of the raw component in `binaryData`.
+pub const PLUGIN_KEY: &str = "plugin.wasm";
+/// Key of the zstd-compressed component in `binaryData`.
+pub const PLUGIN_ZSTD_KEY: &str = "plugin.wasm.zst";
+/// Largest component accepted after decompression.
+pub const MAX_PLUGIN_BYTES: usize = 64 << 20;
+
+/// A kind, as `apiVersion` and `kind`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KindRef {
+    /// `group/version`, or `v1`.
+    pub api_version: String,
+    /// The kind.
+    pub kind: String,
+}
+
+impl std::fmt::Display for KindRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.api_version, self.kind)
+    }
+}
+
+/// Objects the plugin reads besides its children.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RelatedSpec {
+    /// `group/version`, or `v1`.
+    pub api_version: String,
+    /// The kind.
+    pub kind: String,
+    /// Only objects matching this selector.
+    #[serde(default)]
+    pub selector: Option<LabelSelector>,
+    /// Only objects with these names.
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// Read from this namespace instead of the parent's (needs `crossNamespace`).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Allow `namespace` to differ from the parent's.
+    #[serde(default)]
+    pub cross_namespace: bool,
+}
+
+impl RelatedSpec {
+    /// The kind part.
+    pub fn kind_ref(&self) -> KindRef {
+        KindRef {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+        }
+    }
+}
+
+/// Limits as written in a binding; absent fields keep the defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsSpec {
+    /// Call deadline, milliseconds.
+    pub deadline_ms: Option<u64>,
+    /// Memory cap, MiB.
+    #[serde(rename = "memoryMiB")]
+    pub memory_mib: Option<usize>,
+    /// Response size cap, bytes.
+    pub output_bytes: Option<usize>,
+    /// Most children per response.
+    pub max_children: Option<usize>,
+}
+
+/// The `binding.yaml` document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BindingSpec {
+    /// The binding's name: a DNS label; used in the field manager
+    /// (`gantry/<name>`), the child label and the finalizer.
+    pub name: String,
+    /// The kind reconciled.
+    pub parent: KindRef,
+    /// Kinds the plugin may create.
+    #[serde(default)]
+    pub children: Vec<KindRef>,
+    /// Objects the plugin reads.
+    #[serde(default)]
+    pub related: Vec<RelatedSpec>,
+    /// Add a finalizer and call the plugin with `finalizing` on deletion.
+    #[serde(default)]
+    pub finalize: bool,
+    /// Resource limits of a call.
+    #[serde(default)]
+    pub limits: LimitsSpec,
+    /// Seconds between resyncs of each parent.
+    #[serde(default = "default_resync")]
+    pub resync_seconds: u64,
+    /// Free-form config passed to the plugin.
+    #[serde(default)]
+    pub config: Value,
+    /// Expected sha256 of the component (lowercase hex).
+    #[serde(default)]
+    pub sha256: Option<String>,
+}
+
+fn default_resync() -> u64 {
+    300
+}
+
+impl BindingSpec {
+    /// The call limits: the binding's, defaults elsewhere.
+    pub fn call_limits(&self) -> Limits {
+        let defaults = Limits::default();
+        Limits {
+            deadline: self
+                .limits
+                .deadline_ms
+                .map(Duration::from_millis)
+                .unwrap_or(defaults.deadline),
+            memory_bytes: self
+                .limits
+                .memory_mib
+                .map(|m| m << 20)
+                .unwrap_or(defaults.memory_bytes),
+            output_bytes: self.limits.output_bytes.unwrap_or(defaults.output_bytes),
+            max_children: self.limits.max_children.unwrap_or(defaults.max_children),
+        }
+    }
+
+    /// Resync period.
+    pub fn resync(&self) -> Duration {
+        Duration::from_secs(self.resync_seconds)
+    }
+
+    /// The finalizer the host adds when the binding finalizes.
+    pub fn finalizer(&self) -> String {
+        format!("gantry.dev/{}", self.name)
+    }
+
+    /// Field manager of children applies.
+    pub fn field_manager(&self) -> String {
+        format!("gantry/{}", self.name)
+    }
+
+    /// Field manager of status applies.
+    pub fn status_field_manager(&self) -> String {
+        format!("gantry/{}-status", self.name)
+    }
+
+    /// Whether `other` differs only in what can be swapped without
+    /// restarting watches (plugin, config, limits).
+    pub fn same_watches(&self, other: &BindingSpec) -> bool {
+        self.name == other.name
+            && self.parent == other.parent
+            && self.children == other.children
+            && self.related == other.related
+            && self.finalize == other.finalize
+            && self.resync_seconds == other.resync_seconds
+    }
+}
+
+/// Why a binding ConfigMap was refused.
+#[derive(Debug, Error, PartialEq)]
+pub enum BindingError {
+    /// No `binding.yaml` key.
+    #[error("ConfigMap has no data key {BINDING_KEY}")]
+    MissingSpec,
+    /// `binding.yaml` does not parse or has unknown fields.
+    #[error("{BINDING_KEY} is invalid: {0}")]
+    InvalidSpec(String),
+    /// A field has a value the host cannot accept.
+    #[error("{BINDING_KEY}: {field}: {message}")]
+    InvalidField {
+        /// Path of the field.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// No plugin bytes.
+    #[error("ConfigMap has no binaryData key {PLUGIN_KEY} or {PLUGIN_ZSTD_KEY}")]
+    MissingPlugin,
+    /// Both plugin keys are set.
+    #[error("ConfigMap has both {PLUGIN_KEY} and {PLUGIN_ZSTD_KEY}; keep one")]
+    AmbiguousPlugin,
+    /// The compressed plugin does not decompress, or is too large.
+    #[error("{PLUGIN_ZSTD_KEY}: {0}")]
+    Decompress(String),
+    /// The plugin's sha256 differs from the pin.
+    #[error("plugin sha256 is {actual}, but the binding pins {expected}")]
+    DigestMismatch {
+        /// Pinned.
+        expected: String,
+        /// Computed.
+        actual: String,
+    },
+}
+
+/// A binding read from its ConfigMap: the spec and the component bytes.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    /// The parsed spec.
+    pub spec: BindingSpec,
+    /// The component (decompressed).
+    pub plugin: Vec<u8>,
+    /// sha256 of `plugin`.
+    pub digest: String,
+}
+
+fn field(field: &str, message: impl Into<String>) -> BindingError {
+    BindingError::InvalidField {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// A DNS-1123 label: lowercase alphanumerics and '-', at most 63.
+pub fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// A DNS-1123 subdomain: dot-separated labels, at most 253.
+pub fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+fn check_kind(path: &str, kind: &KindRef) -> Result<(), BindingError> {
+    let version_ok = {
+        let mut parts = kind.api_version.split('/');
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(v), None, None) => is_dns_label(v),
+            (Some(g), Some(v), None) => is_dns_subdomain(g) && is_dns_label(v),
+            _ => false,
+        }
+    };
+    if !version_ok {
+        return Err(field(
+            &format!("{path}.apiVersion"),
+            format!(
+                "{:?} is not group/version or a core version",
+                kind.api_version
+            ),
+        ));
+    }
+    if kind.kind.is_empty()
+        || !kind
+            .kind
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_uppercase())
+        || !kind.kind.chars().all(|c| c.is_ascii_alphanumeric())
+    {
+        return Err(field(
+            &format!("{path}.kind"),
+            format!("{:?} is not a Kind", kind.kind),
+        ));
+    }
+    Ok(())
+}
+
+/// Parse and check `binding.yaml`.
+pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
+    let spec: BindingSpec =
+        serde_yaml::from_str(text).map_err(|e| BindingError::InvalidSpec(e.to_string()))?;
+    if !is_dns_label(&spec.name) {
+        return Err(field(
+            "name",
+            format!(
+                "{:?} must be a DNS label (lowercase letters, digits, '-')",
+                spec.name
+            ),
+        ));
+    }
+    check_kind("parent", &spec.parent)?;
+    for (i, child) in spec.children.iter().enumerate() {
+        check_kind(&format!("children[{i}]"), child)?;
+        if spec.children[..i].contains(child) {
+            return Err(field(
+                &format!("children[{i}]"),
+                format!("{child} is listed twice"),
+            ));
+        }
+    }
+    for (i, related) in spec.related.iter().enumerate() {
+        check_kind(&format!("related[{i}]"), &related.kind_ref())?;
+        if related.namespace.is_some() && !related.cross_namespace {
+            return Err(field(
+                &format!("related[{i}].namespace"),
+                "reading another namespace needs crossNamespace: true",
+            ));
+        }
+        if related.selector.is_none() && related.names.is_empty() {
+            return Err(field(&format!("related[{i}]"), "needs a selector or names"));
+        }
+    }
+    if spec.resync_seconds == 0 {
+        return Err(field("resyncSeconds", "must be at least 1"));
+    }
+    let limits = &spec.limits;
+    if limits.deadline_ms == Some(0) || limits.deadline_ms.is_some_and(|d| d > 60_000) {
+        return Err(field("limits.deadlineMs", "must be between 1 and 60000"));
+    }
+    if limits.memory_mib == Some(0) || limits.memory_mib.is_some_and(|m| m > 512) {
+        return Err(field("limits.memoryMiB", "must be between 1 and 512"));
+    }
+    if let Some(sha) = &spec.sha256
+        && (sha.len() != 64
+            || !sha
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+    {
+        return Err(field("sha256", "must be 64 lowercase hex digits"));
+    }
+    Ok(spec)
+}
+
+fn decompress(bytes: &[u8]) -> Result<Vec<u8>, BindingError> {
+    let decoder = zstd::stream::read::Decoder::new(bytes)
+        .map_err(|e| BindingError::Decompress(e.to_string()))?;
+    let mut out = Vec::new();
+    // Read one byte past the cap to tell "exactly at the cap" from "over".
+    decoder
+        .take(MAX_PLUGIN_BYTES as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| BindingError::Decompress(e.to_string()))?;
+    if out.len() > MAX_PLUGIN_BYTES {
+        return Err(BindingError::Decompress(format!(
+            "decompresses to more than {MAX_PLUGIN_BYTES} bytes"
+        )));
+    }
+    Ok(out)
+}
+
+/// Read a binding from its ConfigMap: spec, plugin bytes, digest check.
+pub fn from_config_map(cm: &ConfigMap) -> Result<Binding, BindingError> {
+    let text = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get(BINDING_KEY))
+        .ok_or(BindingError::MissingSpec)?;
+    let spec = parse_spec(text)?;
+    let empty = BTreeMap::new();
+    let binary = cm.binary_data.as_ref().unwrap_or(&empty);
+    let plugin = match (binary.get(PLUGIN_KEY), binary.get(PLUGIN_ZSTD_KEY)) {
+        (Some(_), Some(_)) => return Err(BindingError::AmbiguousPlugin),
+        (Some(raw), None) => raw.0.clone(),
+        (None, Some(compressed)) => decompress(&compressed.0)?,
+        (None, None) => return Err(BindingError::MissingPlugin),
+    };
+    let digest = crate::runtime::digest(&plugin);
+    if let Some(expected) = &spec.sha256
+        && *expected != digest
+    {
+        return Err(BindingError::DigestMismatch {
+            expected: expected.clone(),
+            actual: digest,
+        });
+    }
+    Ok(Binding {
+        spec,
+        plugin,
+        digest,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::ByteString;
+
+    use super::*;
+
+    const SPEC: &str = "name: memcached\nparent: {apiVersion: cache.example.com/v1alpha1, kind: Memcached}\nchildren:\n- {apiVersion: apps/v1, kind: Deployment}\n";
+
+    fn config_map(spec: &str, key: &str, bytes: Vec<u8>) -> ConfigMap {
+        ConfigMap {
+            data: Some([(BINDING_KEY.to_string(), spec.to_string())].into()),
+            binary_data: Some([(key.to_string(), ByteString(bytes))].into()),
+            ..ConfigMap::default()
+        }
+    }
+
+    #[test]
+    fn parses_a_minimal_binding_with_defaults() {
+        let spec = parse_spec(SPEC).unwrap();
+        assert_eq!(spec.parent.kind, "Memcached");
+        assert_eq!(spec.resync(), Duration::from_secs(300));
+        assert_eq!(spec.call_limits(), Limits::default());
+        assert_eq!(spec.field_manager(), "gantry/memcached");
+        assert_eq!(spec.finalizer(), "gantry.dev/memcached");
+    }
+
+    #[test]
+    fn rejects_unknown_fields_and_bad_values_naming_the_field() {
+        let cases = [
+            (format!("{SPEC}colour: red\n"), "unknown field `colour`"),
+            (SPEC.replace("name: memcached", "name: Memcached"), "name:"),
+            (
+                SPEC.replace("kind: Memcached", "kind: memcached"),
+                "parent.kind",
+            ),
+            (
+                SPEC.replace("apiVersion: apps/v1", "apiVersion: a/b/c"),
+                "children[0].apiVersion",
+            ),
+            (
+                format!("{SPEC}- {{apiVersion: apps/v1, kind: Deployment}}\n"),
+                "listed twice",
+            ),
+            (
+                format!("{SPEC}limits: {{deadlineMs: 0}}\n"),
+                "limits.deadlineMs",
+            ),
+            (
+                format!("{SPEC}limits: {{memoryMiB: 4096}}\n"),
+                "limits.memoryMiB",
+            ),
+            (format!("{SPEC}sha256: abc\n"), "sha256"),
+            (
+                format!("{SPEC}related:\n- {{apiVersion: v1, kind: Secret}}\n"),
+                "needs a selector or names",
+            ),
+            (
+                format!(
+                    "{SPEC}related:\n- {{apiVersion: v1, kind: Secret, names: [a], namespace: x}}\n"
+                ),
+                "crossNamespace",
+            ),
+            ("[not, a, map]".to_string(), "invalid"),
+        ];
+        for (text, expected) in cases {
+            let err = parse_spec(&text).unwrap_err().to_string();
+            assert!(err.contains(expected), "{expected:?} not in {err:?}");
+        }
+    }
+
+    #[test]
+    fn reads_raw_and_zstd_plugins_and_checks_the_pin() {
+        let bytes = b"\0asm\x0d\0\x01\0component".to_vec();
+        let digest = crate::runtime::digest(&bytes);
+        let raw = from_config_map(&config_map(SPEC, PLUGIN_KEY, bytes.clone())).unwrap();
+        assert_eq!(
+            (raw.plugin.clone(), raw.digest.clone()),
+            (bytes.clone(), digest.clone())
+        );
+
+        let compressed = zstd::encode_all(&bytes[..], 3).unwrap();
+        let pinned = format!("{SPEC}sha256: {digest}\n");
+        let zst = from_config_map(&config_map(&pinned, PLUGIN_ZSTD_KEY, compressed)).unwrap();
+        assert_eq!(zst.plugin, bytes);
+
+        let wrong = format!("{SPEC}sha256: {}\n", "0".repeat(64));
+        let err = from_config_map(&config_map(&wrong, PLUGIN_KEY, bytes)).unwrap_err();
+        assert!(matches!(err, BindingError::DigestMismatch { .. }));
+    }
+
+    #[test]
+    fn refuses_missing_ambiguous_and_bomb_plugins() {
+        let mut cm = config_map(SPEC, PLUGIN_KEY, vec![1]);
+        cm.binary_data
+            .as_mut()
+            .unwrap()
+            .insert(PLUGIN_ZSTD_KEY.into(), ByteString(vec![2]));
+        assert_eq!(
+            from_config_map(&cm).unwrap_err(),
+            BindingError::AmbiguousPlugin
+        );
+        cm.binary_data = None;
+        assert_eq!(
+            from_config_map(&cm).unwrap_err(),
+            BindingError::MissingPlugin
+        );
+        cm.data = None;
+        assert_eq!(from_config_map(&cm).unwrap_err(), BindingError::MissingSpec);
+
+        let bomb = zstd::encode_all(&vec![0u8; MAX_PLUGIN_BYTES + 1][..], 19).unwrap();
+        assert!(bomb.len() < 1 << 20, "the bomb fits in a ConfigMap");
+        let err = from_config_map(&config_map(SPEC, PLUGIN_ZSTD_KEY, bomb)).unwrap_err();
+        assert!(err.to_string().contains("more than"), "{err}");
+        let err =
+            from_config_map(&config_map(SPEC, PLUGIN_ZSTD_KEY, b"not zstd".to_vec())).unwrap_err();
+        assert!(matches!(err, BindingError::Decompress(_)));
+    }
+}

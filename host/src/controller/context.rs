@@ -1,0 +1,328 @@
+//! What one binding's controller shares between reconciles: the plugin in
+//! service (swappable), resolved kinds with their caches, and per-parent
+//! bookkeeping (triggers, backoff, what was last applied).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use gantry_sdk::{ObjectRef as SdkRef, Trigger};
+use kube::api::{ApiResource, DynamicObject};
+use kube::core::{Selector, SelectorExt};
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::Store;
+use kube::{Api, Client, ResourceExt};
+use serde_json::Value;
+
+use super::Shared;
+use super::binding::{BindingSpec, CHILD_LABEL, KindRef, RelatedSpec};
+use crate::runtime::ReconcilerPlugin;
+
+/// A kind resolved through discovery.
+#[derive(Debug, Clone)]
+pub struct KindInfo {
+    /// apiVersion/kind as the binding names it.
+    pub kind: KindRef,
+    /// Group, version, plural.
+    pub resource: ApiResource,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// Has a `/status` subresource.
+    pub has_status: bool,
+}
+
+impl KindInfo {
+    /// An API handle in `namespace` (ignored for cluster-scoped kinds).
+    pub fn api(&self, client: &Client, namespace: Option<&str>) -> Api<DynamicObject> {
+        match (self.namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, &self.resource),
+            _ => Api::all_with(client.clone(), &self.resource),
+        }
+    }
+
+    /// `obj` as JSON with `apiVersion` and `kind` set (list items may lack them).
+    pub fn to_json(&self, obj: &DynamicObject) -> Value {
+        let mut value = serde_json::to_value(obj).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut value {
+            map.insert("apiVersion".into(), self.kind.api_version.clone().into());
+            map.insert("kind".into(), self.kind.kind.clone().into());
+        }
+        value
+    }
+}
+
+/// A child kind with its cache (objects labelled with this binding).
+pub struct ChildKind {
+    /// The kind.
+    pub info: KindInfo,
+    /// Cached children of every parent of the binding.
+    pub store: Store<DynamicObject>,
+}
+
+/// A related kind with its cache.
+pub struct RelatedKind {
+    /// What the binding declares.
+    pub spec: RelatedSpec,
+    /// The kind.
+    pub info: KindInfo,
+    /// Label selector, parsed.
+    pub selector: Option<Selector>,
+    /// Cached objects.
+    pub store: Store<DynamicObject>,
+}
+
+impl RelatedKind {
+    /// Whether `obj` is related to a parent in `parent_namespace`.
+    pub fn matches(&self, obj: &DynamicObject, parent_namespace: Option<&str>) -> bool {
+        if self.info.namespaced {
+            let wanted = self.spec.namespace.as_deref().or(parent_namespace);
+            if wanted.is_some() && obj.namespace().as_deref() != wanted {
+                return false;
+            }
+        }
+        if !self.spec.names.is_empty() && !self.spec.names.iter().any(|n| *n == obj.name_any()) {
+            return false;
+        }
+        self.selector
+            .as_ref()
+            .is_none_or(|s| s.matches(obj.metadata.labels.as_ref().unwrap_or(&BTreeMap::new())))
+    }
+}
+
+/// The plugin version in service and the spec it came with.
+pub struct Current {
+    /// The plugin.
+    pub plugin: Arc<ReconcilerPlugin>,
+    /// The binding (config and limits are read from here on every call).
+    pub spec: Arc<BindingSpec>,
+}
+
+/// Identity of a child: kind, namespace, name.
+pub type ChildKey = (KindRef, Option<String>, String);
+
+/// Bookkeeping per parent.
+#[derive(Default)]
+pub struct ParentState {
+    /// Generation and deletion flag at the last reconcile.
+    seen: Option<(i64, bool)>,
+    /// Digest of the plugin at the last reconcile.
+    digest: Option<String>,
+    /// A child or related object changed since.
+    pending: Option<Trigger>,
+    /// The plugin asked to be called again.
+    requeue_requested: bool,
+    /// Consecutive failures, for backoff.
+    pub failures: u32,
+    /// Fingerprints of the children last applied successfully.
+    pub applied: HashMap<ChildKey, u64>,
+    /// Fingerprint of the status last applied successfully.
+    pub status: Option<u64>,
+    /// The plugin's part of the status last applied.
+    pub plugin_status: Option<Value>,
+}
+
+/// Everything one binding's controller shares.
+pub struct BindingContext {
+    /// The binding's name.
+    pub name: String,
+    /// The spec the watches were built from.
+    pub spec: Arc<BindingSpec>,
+    current: RwLock<Arc<Current>>,
+    /// API client.
+    pub client: Client,
+    /// The parent kind.
+    pub parent: KindInfo,
+    /// Cache of parents.
+    pub parents: Store<DynamicObject>,
+    /// Child kinds.
+    pub children: Vec<ChildKind>,
+    /// Related kinds.
+    pub related: Vec<RelatedKind>,
+    /// Scope of each child kind, for the guardrails.
+    pub child_scopes: HashMap<KindRef, bool>,
+    /// Event recorder.
+    pub recorder: Recorder,
+    /// Operator-wide state.
+    pub shared: Arc<Shared>,
+    state: Mutex<HashMap<String, ParentState>>,
+}
+
+/// `namespace/name` (or `name`) of an object.
+pub fn object_key(obj: &DynamicObject) -> String {
+    match obj.namespace() {
+        Some(ns) => format!("{ns}/{}", obj.name_any()),
+        None => obj.name_any(),
+    }
+}
+
+impl BindingContext {
+    /// Assemble the context; `current` is the plugin to start with.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        spec: Arc<BindingSpec>,
+        current: Current,
+        client: Client,
+        parent: KindInfo,
+        parents: Store<DynamicObject>,
+        children: Vec<ChildKind>,
+        related: Vec<RelatedKind>,
+        recorder: Recorder,
+        shared: Arc<Shared>,
+    ) -> Self {
+        let child_scopes = children
+            .iter()
+            .map(|c| (c.info.kind.clone(), c.info.namespaced))
+            .collect();
+        Self {
+            name: spec.name.clone(),
+            spec,
+            current: RwLock::new(Arc::new(current)),
+            client,
+            parent,
+            parents,
+            children,
+            related,
+            child_scopes,
+            recorder,
+            shared,
+            state: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The plugin and spec in service now; a reconcile keeps the version it
+    /// started with even if a swap happens meanwhile.
+    pub fn current(&self) -> Arc<Current> {
+        self.current.read().unwrap().clone()
+    }
+
+    /// Put a new plugin version (and config/limits) into service.
+    pub fn swap(&self, current: Current) {
+        *self.current.write().unwrap() = Arc::new(current);
+    }
+
+    /// Run `f` on the state of the parent `key`.
+    pub fn with_state<R>(&self, key: &str, f: impl FnOnce(&mut ParentState) -> R) -> R {
+        f(self
+            .state
+            .lock()
+            .unwrap()
+            .entry(key.to_string())
+            .or_default())
+    }
+
+    /// Forget a parent (it is gone).
+    pub fn forget(&self, key: &str) {
+        self.state.lock().unwrap().remove(key);
+    }
+
+    /// Remember that a child or related object of `parent_key` changed.
+    pub fn note_trigger(&self, parent_key: &str, trigger: Trigger) {
+        self.with_state(parent_key, |s| {
+            if s.pending.is_none() {
+                s.pending = Some(trigger);
+            }
+        });
+    }
+
+    /// Why this reconcile of `parent` happens, and record it as seen.
+    pub fn take_trigger(&self, parent: &DynamicObject, digest: &str) -> Trigger {
+        let seen = (
+            parent.metadata.generation.unwrap_or(0),
+            parent.metadata.deletion_timestamp.is_some(),
+        );
+        self.with_state(&object_key(parent), |s| {
+            let trigger = if s.seen != Some(seen) {
+                Trigger::ParentChanged
+            } else if let Some(pending) = s.pending.take() {
+                pending
+            } else if s.digest.as_deref().is_some_and(|d| d != digest) {
+                Trigger::PluginChanged
+            } else if s.requeue_requested {
+                Trigger::Requeue
+            } else {
+                Trigger::Resync
+            };
+            s.seen = Some(seen);
+            s.digest = Some(digest.to_string());
+            s.pending = None;
+            s.requeue_requested = false;
+            trigger
+        })
+    }
+
+    /// Record that the plugin asked for a requeue.
+    pub fn requested_requeue(&self, key: &str, requested: bool) {
+        self.with_state(key, |s| s.requeue_requested = requested);
+    }
+
+    /// Children of the parent with `uid`, from the caches.
+    pub fn observed_children(&self, uid: &str) -> Vec<(usize, Arc<DynamicObject>)> {
+        let mut out = Vec::new();
+        for (index, child) in self.children.iter().enumerate() {
+            for obj in child.store.state() {
+                if is_our_child(&obj, &self.name, uid) {
+                    out.push((index, obj));
+                }
+            }
+        }
+        out
+    }
+
+    /// Related objects of a parent in `namespace`, from the caches.
+    pub fn related_objects(&self, namespace: Option<&str>) -> Vec<Value> {
+        let mut out = Vec::new();
+        for related in &self.related {
+            for obj in related.store.state() {
+                if related.matches(&obj, namespace) {
+                    out.push(related.info.to_json(&obj));
+                }
+            }
+        }
+        out
+    }
+
+    /// Wait until every cache has its first full list.
+    pub async fn caches_ready(&self, timeout: Duration) -> bool {
+        let stores = self
+            .children
+            .iter()
+            .map(|c| &c.store)
+            .chain(self.related.iter().map(|r| &r.store));
+        for store in stores {
+            if tokio::time::timeout(timeout, store.wait_until_ready())
+                .await
+                .is_err()
+            {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The trigger describing `obj` as a child or related object.
+    pub fn object_ref(info: &KindInfo, obj: &DynamicObject) -> SdkRef {
+        SdkRef {
+            api_version: info.kind.api_version.clone(),
+            kind: info.kind.kind.clone(),
+            namespace: obj.namespace(),
+            name: obj.name_any(),
+        }
+    }
+}
+
+/// The controller owner reference of `obj`, if any.
+pub fn controller_owner(
+    obj: &DynamicObject,
+) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    obj.metadata
+        .owner_references
+        .as_ref()?
+        .iter()
+        .find(|o| o.controller == Some(true))
+}
+
+/// Whether `obj` carries our label and its controller is the parent `uid`.
+pub fn is_our_child(obj: &DynamicObject, binding: &str, uid: &str) -> bool {
+    obj.labels().get(CHILD_LABEL).map(String::as_str) == Some(binding)
+        && controller_owner(obj).is_some_and(|o| o.uid == uid)
+}

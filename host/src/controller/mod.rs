@@ -1,0 +1,147 @@
+//! The operator: bindings (ConfigMaps labelled `gantry.dev/plugin`) each
+//! run a kube-runtime controller over their parent kind; every reconcile
+//! calls the binding's plugin, checks its answer, applies and prunes the
+//! children with server-side apply, and writes status.
+//!
+//! Read top-down: [`binding`] (the ConfigMap format) → [`bindings`] (load,
+//! swap, start and stop controllers) → [`reconcile`] → [`guardrails`] →
+//! [`apply`] → [`status`] / [`finalizer`].
+
+pub mod apply;
+pub mod binding;
+pub mod bindings;
+pub mod conditions;
+pub mod context;
+pub mod finalizer;
+pub mod guardrails;
+pub mod intent;
+pub mod metrics;
+pub mod reconcile;
+pub mod status;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+use tokio::sync::Semaphore;
+
+pub use bindings::run_operator;
+pub use metrics::Metrics;
+
+use crate::runtime::CallError;
+
+/// Operator settings.
+#[derive(Debug, Clone)]
+pub struct OperatorOptions {
+    /// Namespace whose ConfigMaps hold the bindings.
+    pub namespace: String,
+    /// Reconciles running at once, across all bindings.
+    pub concurrency: usize,
+    /// Longest a single reconcile may take.
+    pub reconcile_timeout: Duration,
+    /// First retry delay after a failure.
+    pub backoff_base: Duration,
+    /// Longest retry delay.
+    pub backoff_max: Duration,
+    /// Name reported on Events.
+    pub reporter: String,
+}
+
+impl Default for OperatorOptions {
+    fn default() -> Self {
+        Self {
+            namespace: "gantry-system".into(),
+            concurrency: 16,
+            reconcile_timeout: Duration::from_secs(60),
+            backoff_base: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(300),
+            reporter: "gantry".into(),
+        }
+    }
+}
+
+/// State shared by every binding of the operator.
+pub struct Shared {
+    /// Settings.
+    pub options: OperatorOptions,
+    /// Bounds reconciles across bindings.
+    pub reconciles: Semaphore,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+}
+
+impl Shared {
+    /// Shared state for `options`.
+    pub fn new(options: OperatorOptions, metrics: Arc<Metrics>) -> Self {
+        let reconciles = Semaphore::new(options.concurrency.max(1));
+        Self {
+            options,
+            reconciles,
+            metrics,
+        }
+    }
+}
+
+/// Why a reconcile failed.
+#[derive(Debug, Error)]
+pub enum ReconcileError {
+    /// The plugin failed or breached a limit.
+    #[error("{0}")]
+    Plugin(CallError),
+    /// The plugin's output broke the guardrails.
+    #[error("plugin output rejected by guardrails: {}", .0.join("; "))]
+    Guardrails(Vec<String>),
+    /// A desired child exists but is controlled by something else.
+    #[error("{child} exists and is controlled by {owner}, not by this parent")]
+    NotOwned {
+        /// The child.
+        child: String,
+        /// Its controller.
+        owner: String,
+    },
+    /// Server-side apply of a child failed.
+    #[error("applying {child}: {source}")]
+    Apply {
+        /// The child.
+        child: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Another API call failed.
+    #[error("API request failed: {0}")]
+    Kube(kube::Error),
+    /// The caches did not sync in time.
+    #[error("caches of children and related objects are not ready yet")]
+    CachesNotReady,
+    /// The reconcile ran past the operator's deadline.
+    #[error("reconcile took longer than {0:?}")]
+    Timeout(Duration),
+    /// The operator is stopping.
+    #[error("the operator is shutting down")]
+    ShuttingDown,
+}
+
+impl ReconcileError {
+    /// CamelCase reason for `Synced=False` and Events.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Plugin(e) => e.reason(),
+            Self::Guardrails(_) => "GuardrailViolation".into(),
+            Self::NotOwned { .. } => "ChildNotOwned".into(),
+            Self::Apply { .. } => "ApplyFailed".into(),
+            Self::Kube(_) => "ApiError".into(),
+            Self::CachesNotReady => "CachesNotReady".into(),
+            Self::Timeout(_) => "ReconcileTimeout".into(),
+            Self::ShuttingDown => "ShuttingDown".into(),
+        }
+    }
+
+    /// Whether retrying soon may help.
+    pub fn retryable(&self) -> bool {
+        match self {
+            Self::Plugin(e) => e.retryable(),
+            Self::Guardrails(_) | Self::NotOwned { .. } => false,
+            _ => true,
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! One reconcile of one parent: request → plugin → guardrails → apply and
+//! prune → status → events; and the error policy with backoff.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gantry_sdk::{EventType, Request, Response};
+use kube::api::DynamicObject;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType as KubeEventType};
+use kube::{Resource, ResourceExt};
+
+use super::context::{BindingContext, object_key};
+use super::guardrails::{self, DesiredChild};
+use super::status::{self, Outcome};
+use super::{ReconcileError, apply, finalizer};
+
+/// Reconcile `parent`, bounded by the operator's per-reconcile timeout.
+pub async fn reconcile(
+    parent: Arc<DynamicObject>,
+    ctx: Arc<BindingContext>,
+) -> Result<Action, ReconcileError> {
+    let timeout = ctx.shared.options.reconcile_timeout;
+    let _permit = ctx
+        .shared
+        .reconciles
+        .acquire()
+        .await
+        .map_err(|_| ReconcileError::ShuttingDown)?;
+    let started = std::time::Instant::now();
+    let result = match tokio::time::timeout(timeout, reconcile_inner(&parent, &ctx)).await {
+        Ok(result) => result,
+        Err(_) => Err(ReconcileError::Timeout(timeout)),
+    };
+    ctx.shared
+        .metrics
+        .record_reconcile(&ctx.name, started.elapsed(), result.is_ok());
+    if result.is_ok() {
+        ctx.with_state(&object_key(&parent), |s| s.failures = 0);
+    }
+    result
+}
+
+async fn reconcile_inner(
+    parent: &DynamicObject,
+    ctx: &BindingContext,
+) -> Result<Action, ReconcileError> {
+    let current = ctx.current();
+    let spec = &current.spec;
+    let key = object_key(parent);
+    let trigger = ctx.take_trigger(parent, current.plugin.digest());
+    let deleting = parent.meta().deletion_timestamp.is_some();
+    let finalizer_name = spec.finalizer();
+    let holds_finalizer = finalizer::has(parent, &finalizer_name);
+    if deleting && !(spec.finalize && holds_finalizer) {
+        // Garbage collection removes the children through their owner references.
+        ctx.forget(&key);
+        return Ok(Action::await_change());
+    }
+    if spec.finalize && !deleting && !holds_finalizer {
+        finalizer::add(ctx, parent, &finalizer_name).await?;
+        // The update triggers the next reconcile, which sees the finalizer.
+        return Ok(Action::await_change());
+    }
+    if !ctx.caches_ready(Duration::from_secs(30)).await {
+        return Err(ReconcileError::CachesNotReady);
+    }
+
+    let uid = parent.uid().unwrap_or_default();
+    let observed = ctx
+        .observed_children(&uid)
+        .into_iter()
+        .map(|(index, obj)| ctx.children[index].info.to_json(&obj))
+        .collect();
+    let request = Request {
+        parent: ctx.parent.to_json(parent),
+        observed,
+        related: ctx.related_objects(parent.namespace().as_deref()),
+        config: spec.config.clone(),
+        finalizing: deleting,
+        trigger,
+    };
+
+    let response = match current.plugin.reconcile(request, spec.call_limits()).await {
+        Ok(response) => response,
+        Err(error) => {
+            ctx.shared
+                .metrics
+                .record_plugin_failure(&ctx.name, error.kind());
+            return fail(
+                ctx,
+                parent,
+                current.plugin.digest(),
+                ReconcileError::Plugin(error),
+            )
+            .await;
+        }
+    };
+    let desired = match guardrails::check_children(
+        response.children.clone(),
+        parent.namespace().as_deref(),
+        &ctx.child_scopes,
+    ) {
+        Ok(desired) => desired,
+        Err(violations) => {
+            return fail(
+                ctx,
+                parent,
+                current.plugin.digest(),
+                ReconcileError::Guardrails(violations),
+            )
+            .await;
+        }
+    };
+    if let Err(error) = write_children(ctx, parent, &desired).await {
+        return fail(ctx, parent, current.plugin.digest(), error).await;
+    }
+    publish_plugin_events(ctx, parent, &response).await;
+    if ctx.parent.has_status {
+        status::write_status(
+            ctx,
+            parent,
+            Outcome {
+                plugin_status: response.status.clone(),
+                conditions: &response.conditions,
+                synced: status::synced(),
+                observed: true,
+                digest: current.plugin.digest(),
+            },
+        )
+        .await?;
+    } else {
+        warn_no_status(ctx, parent).await;
+    }
+    if deleting && response.finalized {
+        finalizer::remove(ctx, parent, &finalizer_name).await?;
+        ctx.forget(&key);
+        return Ok(Action::await_change());
+    }
+    ctx.requested_requeue(&key, response.requeue_after.is_some());
+    Ok(Action::requeue(
+        response.requeue_after.unwrap_or_else(|| spec.resync()),
+    ))
+}
+
+async fn write_children(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    desired: &[DesiredChild],
+) -> Result<(), ReconcileError> {
+    let stats = apply::apply_children(ctx, parent, desired).await?;
+    let pruned = apply::prune_children(ctx, parent, desired).await?;
+    ctx.shared
+        .metrics
+        .record_writes(&ctx.name, stats.applied, stats.skipped, pruned);
+    tracing::debug!(binding = %ctx.name, parent = %object_key(parent), applied = stats.applied, skipped = stats.skipped, pruned, "children reconciled");
+    Ok(())
+}
+
+/// Record a failed reconcile on the parent (`Synced=False`, a Warning
+/// Event); children stay as they are. Returns the error for the backoff.
+async fn fail(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    digest: &str,
+    error: ReconcileError,
+) -> Result<Action, ReconcileError> {
+    let reason = error.reason();
+    let message = error.to_string();
+    tracing::warn!(binding = %ctx.name, parent = %object_key(parent), %reason, "reconcile failed: {message}");
+    if ctx.parent.has_status {
+        let outcome = Outcome {
+            plugin_status: None,
+            conditions: &[],
+            synced: status::not_synced(&reason, &message),
+            observed: false,
+            digest,
+        };
+        if let Err(e) = status::write_status(ctx, parent, outcome).await {
+            tracing::warn!(binding = %ctx.name, parent = %object_key(parent), error = %e, "could not record the failure in status");
+        }
+    }
+    publish(ctx, parent, KubeEventType::Warning, &reason, &message).await;
+    ctx.with_state(&object_key(parent), |s| s.failures += 1);
+    Err(error)
+}
+
+async fn publish_plugin_events(ctx: &BindingContext, parent: &DynamicObject, response: &Response) {
+    for event in &response.events {
+        let kind = match event.event_type {
+            EventType::Normal => KubeEventType::Normal,
+            EventType::Warning => KubeEventType::Warning,
+        };
+        publish(ctx, parent, kind, &event.reason, &event.message).await;
+    }
+}
+
+async fn warn_no_status(ctx: &BindingContext, parent: &DynamicObject) {
+    let message = format!(
+        "{} has no status subresource: Gantry cannot record status, conditions or observedGeneration; add `subresources: {{status: {{}}}}` to its CRD",
+        ctx.parent.kind
+    );
+    publish(
+        ctx,
+        parent,
+        KubeEventType::Warning,
+        "NoStatusSubresource",
+        &message,
+    )
+    .await;
+}
+
+/// Emit an Event on `parent` (deduplicated by the recorder).
+pub async fn publish(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    kind: KubeEventType,
+    reason: &str,
+    message: &str,
+) {
+    let event = Event {
+        type_: kind,
+        reason: reason.chars().take(128).collect(),
+        note: Some(message.chars().take(1024).collect()),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    let reference = parent.object_ref(&ctx.parent.resource);
+    if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+        tracing::warn!(binding = %ctx.name, error = %e, "could not publish event");
+    }
+}
+
+/// Exponential backoff with jitter, capped; errors that a retry cannot fix
+/// wait for the resync (or a change, which triggers earlier).
+pub fn error_policy(
+    parent: Arc<DynamicObject>,
+    error: &ReconcileError,
+    ctx: Arc<BindingContext>,
+) -> Action {
+    let failures = ctx.with_state(&object_key(&parent), |s| s.failures.max(1));
+    if !error.retryable() {
+        return Action::requeue(ctx.current().spec.resync());
+    }
+    Action::requeue(backoff(&ctx.shared.options, failures))
+}
+
+/// Delay before retry number `failures` (1-based): base × 2^(n-1), capped,
+/// with ±20% jitter so parents failing together do not retry together.
+pub fn backoff(options: &super::OperatorOptions, failures: u32) -> Duration {
+    let exponent = failures.saturating_sub(1).min(20);
+    let delay = options
+        .backoff_base
+        .saturating_mul(1 << exponent)
+        .min(options.backoff_max);
+    delay.mul_f64(0.8 + fastrand::f64() * 0.4)
+}

@@ -1,0 +1,169 @@
+//! `gantry dev` and the helpers it shares with the tests: install CRDs,
+//! example bindings and sample objects into a cluster (usually the
+//! embedded API server).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::Scope;
+use kube::{Api, Client};
+use serde_json::{Value, json};
+
+use crate::controller::binding::{BINDING_KEY, BINDING_LABEL, PLUGIN_KEY, PLUGIN_ZSTD_KEY};
+use crate::toolchain;
+
+/// Field manager of what `gantry dev` installs.
+pub const DEV_MANAGER: &str = "gantry-dev";
+
+/// The example plugins `gantry dev` installs, by directory under `plugins/`.
+pub const EXAMPLES: &[&str] = &["memcached", "database"];
+
+/// Server-side apply `object` (any kind the server knows).
+pub async fn apply_object(client: &Client, object: &Value) -> anyhow::Result<DynamicObject> {
+    let api_version = object["apiVersion"]
+        .as_str()
+        .context("object has no apiVersion")?;
+    let kind = object["kind"].as_str().context("object has no kind")?;
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .context("object has no metadata.name")?;
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let (resource, caps) =
+        kube::discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, kind))
+            .await
+            .with_context(|| format!("{api_version} {kind} is not served"))?;
+    let api: Api<DynamicObject> = if caps.scope == Scope::Namespaced {
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default");
+        Api::namespaced_with(client.clone(), namespace, &resource)
+    } else {
+        Api::all_with(client.clone(), &resource)
+    };
+    api.patch(
+        name,
+        &PatchParams::apply(DEV_MANAGER).force(),
+        &Patch::Apply(object),
+    )
+    .await
+    .with_context(|| format!("applying {kind} {name}"))
+}
+
+/// Apply every object in the YAML file at `path`.
+pub async fn apply_file(client: &Client, path: &Path) -> anyhow::Result<()> {
+    for object in crate::cli::read_objects(path)? {
+        apply_object(client, &object).await?;
+    }
+    Ok(())
+}
+
+/// Wait until the CRD named `name` is Established.
+pub async fn wait_for_crd(client: &Client, name: &str) -> anyhow::Result<()> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let condition = kube::runtime::conditions::is_crd_established();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        kube::runtime::wait::await_condition(api, name, condition),
+    )
+    .await
+    .with_context(|| format!("CRD {name} not established within 30s"))??;
+    Ok(())
+}
+
+/// Make sure `namespace` exists.
+pub async fn ensure_namespace(client: &Client, namespace: &str) -> anyhow::Result<()> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+    api.patch(
+        namespace,
+        &PatchParams::apply(DEV_MANAGER),
+        &Patch::Apply(&ns),
+    )
+    .await?;
+    Ok(())
+}
+
+/// A binding ConfigMap named `name` with `binding_yaml` and the component
+/// (zstd-compressed when `compress`).
+pub fn binding_config_map(
+    name: &str,
+    namespace: &str,
+    binding_yaml: &str,
+    component: &[u8],
+    compress: bool,
+) -> anyhow::Result<ConfigMap> {
+    let (key, bytes) = if compress {
+        (
+            PLUGIN_ZSTD_KEY,
+            zstd::encode_all(component, 19).context("compressing the plugin")?,
+        )
+    } else {
+        (PLUGIN_KEY, component.to_vec())
+    };
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.to_string());
+    cm.metadata.namespace = Some(namespace.to_string());
+    cm.metadata.labels = Some([(BINDING_LABEL.to_string(), "true".to_string())].into());
+    cm.data = Some([(BINDING_KEY.to_string(), binding_yaml.to_string())].into());
+    cm.binary_data = Some([(key.to_string(), ByteString(bytes))].into());
+    Ok(cm)
+}
+
+/// Apply a binding ConfigMap.
+pub async fn apply_binding(client: &Client, cm: &ConfigMap) -> anyhow::Result<()> {
+    let namespace = cm.metadata.namespace.as_deref().unwrap_or("default");
+    let name = cm
+        .metadata
+        .name
+        .as_deref()
+        .context("binding ConfigMap has no name")?;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let mut object = serde_json::to_value(cm)?;
+    object["apiVersion"] = "v1".into();
+    object["kind"] = "ConfigMap".into();
+    api.patch(
+        name,
+        &PatchParams::apply(DEV_MANAGER).force(),
+        &Patch::Apply(&object),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The directory of example `name` in this source tree.
+pub fn example_dir(name: &str) -> PathBuf {
+    toolchain::source_workspace_root()
+        .join("plugins")
+        .join(name)
+}
+
+/// Install example `name`: its CRD (waiting until it is served) and its
+/// binding (built plugin, zstd-compressed) into `namespace`.
+pub async fn install_example(client: &Client, name: &str, namespace: &str) -> anyhow::Result<()> {
+    let dir = example_dir(name);
+    let crd_path = dir.join("crd.yaml");
+    for crd in crate::cli::read_objects(&crd_path)? {
+        apply_object(client, &crd).await?;
+        let crd_name = crd
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        wait_for_crd(client, crd_name).await?;
+    }
+    let binding_yaml = std::fs::read_to_string(dir.join("binding.yaml"))
+        .with_context(|| format!("reading {name}/binding.yaml"))?;
+    let component = toolchain::example_plugin(name)?;
+    ensure_namespace(client, namespace).await?;
+    apply_binding(
+        client,
+        &binding_config_map(name, namespace, &binding_yaml, &component, true)?,
+    )
+    .await
+}

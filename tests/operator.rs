@@ -1,0 +1,622 @@
+//! The operator end to end on the embedded API server: bindings from
+//! ConfigMaps, reconcile with server-side apply, prune, status, finalizers,
+//! plugin swaps, and no writes on a resync that changes nothing.
+
+use std::time::Duration;
+
+use gantry::toolchain::example_plugin;
+use gantry_tests::{BINDINGS_NS, Env, condition, eventually, get_json, widget_crd};
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+fn memcached(name: &str, size: i64) -> Value {
+    json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+           "metadata": {"name": name, "namespace": "default"}, "spec": {"size": size}})
+}
+
+/// Widgets reconciled by the hostile plugin, whose config picks what it does.
+fn widget_binding(behaviour: &str, children: &[&str], resync: u64) -> String {
+    let children: String = children
+        .iter()
+        .map(|k| {
+            let (v, k) = k.split_once(' ').unwrap();
+            format!("  - {{apiVersion: {v}, kind: {k}}}\n")
+        })
+        .collect();
+    format!(
+        "name: widgets\nparent: {{apiVersion: test.gantry.dev/v1, kind: Widget}}\nchildren:\n{children}resyncSeconds: {resync}\nconfig: {{behaviour: {behaviour}}}\n"
+    )
+}
+
+async fn widget_env(behaviour: &str, children: &[&str], resync: u64) -> Env {
+    let env = Env::start().await;
+    env.apply(widget_crd("Widget", "widgets", true)).await;
+    gantry::dev::wait_for_crd(&env.client, "widgets.test.gantry.dev")
+        .await
+        .unwrap();
+    env.bind(
+        "widgets",
+        &widget_binding(behaviour, children, resync),
+        &example_plugin("hostile").unwrap(),
+    )
+    .await;
+    env
+}
+
+fn widget(name: &str) -> Value {
+    json!({"apiVersion": "test.gantry.dev/v1", "kind": "Widget", "metadata": {"name": name, "namespace": "default"}, "spec": {"size": 1}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memcached_children_status_and_repairs() {
+    let env = Env::start().await;
+    env.install_example("memcached").await;
+    env.apply(memcached("mc", 2)).await;
+    let deployments = env.api("apps/v1", "Deployment", "deployments", Some("default"));
+    let parents = env.api(
+        "cache.example.com/v1alpha1",
+        "Memcached",
+        "memcacheds",
+        Some("default"),
+    );
+
+    let deployment = eventually("the Deployment", || async {
+        get_json(&deployments, "mc").await
+    })
+    .await;
+    let parent = get_json(&parents, "mc").await.unwrap();
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    assert_eq!(
+        deployment["metadata"]["labels"]["gantry.dev/binding"],
+        "memcached"
+    );
+    let owner = &deployment["metadata"]["ownerReferences"][0];
+    assert_eq!(
+        (owner["kind"].as_str(), owner["name"].as_str()),
+        (Some("Memcached"), Some("mc"))
+    );
+    assert_eq!(owner["uid"], parent["metadata"]["uid"]);
+    assert_eq!(
+        (
+            owner["controller"].as_bool(),
+            owner["blockOwnerDeletion"].as_bool()
+        ),
+        (Some(true), Some(true))
+    );
+    let managers: Vec<&str> = deployment["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert!(managers.contains(&"gantry/memcached"), "{managers:?}");
+
+    // Status: plugin status, conditions, observedGeneration, digest.
+    let parent = eventually("status", || async {
+        let p = get_json(&parents, "mc").await?;
+        (p.pointer("/status/observedGeneration") == Some(&json!(1))).then_some(p)
+    })
+    .await;
+    assert_eq!(parent["status"]["readyReplicas"], 0);
+    assert_eq!(condition(&parent, "Synced").unwrap()["status"], "True");
+    assert_eq!(condition(&parent, "Available").unwrap()["status"], "False");
+    assert_eq!(condition(&parent, "Ready").unwrap()["status"], "True");
+    let digest = gantry::runtime::digest(&example_plugin("memcached").unwrap());
+    assert_eq!(parent["status"]["gantry"]["pluginDigest"], digest.as_str());
+    let annotations = env.binding("memcached").await.metadata.annotations.unwrap();
+    assert_eq!(annotations["gantry.dev/plugin-digest"], digest);
+
+    // Spec change: children follow, generation and observedGeneration advance.
+    env.apply(memcached("mc", 4)).await;
+    eventually("replicas 4", || async {
+        (get_json(&deployments, "mc").await?["spec"]["replicas"] == 4).then_some(())
+    })
+    .await;
+    eventually("observedGeneration 2", || async {
+        let p = get_json(&parents, "mc").await?;
+        (p["metadata"]["generation"] == 2 && p["status"]["observedGeneration"] == 2).then_some(())
+    })
+    .await;
+
+    // Another manager's field on the child survives our re-applies; an
+    // edit of a field we own is reverted.
+    let other = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "mc", "namespace": "default", "annotations": {"team": "cache"}}});
+    deployments
+        .patch(
+            "mc",
+            &PatchParams::apply("someone-else"),
+            &Patch::Apply(&other),
+        )
+        .await
+        .unwrap();
+    deployments
+        .patch(
+            "mc",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"replicas": 9}})),
+        )
+        .await
+        .unwrap();
+    eventually("replicas restored", || async {
+        (get_json(&deployments, "mc").await?["spec"]["replicas"] == 4).then_some(())
+    })
+    .await;
+    env.apply(memcached("mc", 3)).await;
+    eventually("replicas 3", || async {
+        (get_json(&deployments, "mc").await?["spec"]["replicas"] == 3).then_some(())
+    })
+    .await;
+    let deployment = get_json(&deployments, "mc").await.unwrap();
+    assert_eq!(
+        deployment["metadata"]["annotations"]["team"], "cache",
+        "the other manager's field survives"
+    );
+
+    // A deleted child comes back.
+    let old_uid = deployment["metadata"]["uid"].clone();
+    deployments
+        .delete("mc", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("Deployment recreated", || async {
+        let d = get_json(&deployments, "mc").await?;
+        (d["metadata"]["uid"] != old_uid).then_some(())
+    })
+    .await;
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resync_that_changes_nothing_writes_nothing() {
+    let env = widget_env("ok", &["v1 ConfigMap"], 1).await;
+    let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
+    let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
+    for i in 0..3 {
+        env.apply(widget(&format!("w{i}"))).await;
+    }
+    for i in 0..3 {
+        eventually("children and status", || async {
+            let w = get_json(&widgets, &format!("w{i}")).await?;
+            (condition(&w, "Synced")?["status"] == "True"
+                && get_json(&maps, &format!("w{i}-fine")).await.is_some())
+            .then_some(())
+        })
+        .await;
+    }
+    // Let the reconciles our own status writes trigger settle.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = env.writes();
+    let skipped_before = env.metrics.binding("widgets").skipped_applies;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(env.writes(), before, "resyncs wrote to the API server");
+    assert!(
+        env.metrics.binding("widgets").skipped_applies >= skipped_before + 3,
+        "resyncs did happen"
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn children_no_longer_desired_are_pruned_and_failures_prune_nothing() {
+    let env = widget_env("ok", &["v1 ConfigMap"], 300).await;
+    let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
+    let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
+    env.apply(widget("w")).await;
+    eventually("w-fine", || async { get_json(&maps, "w-fine").await }).await;
+    // An unrelated ConfigMap with our label but no owner is never touched.
+    let stranger = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "stranger", "namespace": "default", "labels": {"gantry.dev/binding": "widgets"}}});
+    env.apply(stranger).await;
+
+    // The plugin now fails: Synced=False, Warning Event, nothing pruned, retried.
+    let hostile = example_plugin("hostile").unwrap();
+    env.bind(
+        "widgets",
+        &widget_binding("error", &["v1 ConfigMap"], 300),
+        &hostile,
+    )
+    .await;
+    let w = eventually("Synced=False", || async {
+        let w = get_json(&widgets, "w").await?;
+        (condition(&w, "Synced")?["status"] == "False").then_some(w)
+    })
+    .await;
+    assert_eq!(condition(&w, "Synced").unwrap()["reason"], "Refused");
+    assert!(
+        condition(&w, "Synced").unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .contains("the hostile plugin refuses")
+    );
+    eventually("retries with backoff", || async {
+        (env.metrics.binding("widgets").reconcile_errors >= 3).then_some(())
+    })
+    .await;
+    assert!(
+        get_json(&maps, "w-fine").await.is_some(),
+        "a failed reconcile pruned a child"
+    );
+    let events = env.events_for("default", "w").await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "Warning" && e["reason"] == "Refused"),
+        "{events:?}"
+    );
+
+    // Guardrails: a child kind the binding does not declare applies nothing.
+    env.bind(
+        "widgets",
+        &widget_binding("chatty", &["apps/v1 Deployment"], 300),
+        &hostile,
+    )
+    .await;
+    eventually("GuardrailViolation", || async {
+        let w = get_json(&widgets, "w").await?;
+        (condition(&w, "Synced")?["reason"] == "GuardrailViolation").then_some(())
+    })
+    .await;
+    assert!(get_json(&maps, "w-chatty").await.is_none());
+
+    // Back to a working plugin that wants another child: the old one is pruned.
+    env.bind(
+        "widgets",
+        &widget_binding("chatty", &["v1 ConfigMap"], 300),
+        &hostile,
+    )
+    .await;
+    eventually("w-chatty", || async { get_json(&maps, "w-chatty").await }).await;
+    eventually("w-fine pruned", || async {
+        get_json(&maps, "w-fine").await.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        get_json(&maps, "stranger").await.is_some(),
+        "an object we do not own was pruned"
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_controlled_by_others_are_never_touched() {
+    let env = widget_env("ok", &["v1 ConfigMap"], 300).await;
+    let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
+    let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
+    let theirs = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w-fine", "namespace": "default"}, "data": {"owner": "someone"}});
+    maps.create(
+        &PostParams::default(),
+        &serde_json::from_value(theirs).unwrap(),
+    )
+    .await
+    .unwrap();
+    env.apply(widget("w")).await;
+    let w = eventually("ChildNotOwned", || async {
+        let w = get_json(&widgets, "w").await?;
+        (condition(&w, "Synced")?["reason"] == "ChildNotOwned").then_some(w)
+    })
+    .await;
+    assert!(
+        condition(&w, "Synced").unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .contains("controlled by nobody")
+    );
+    let cm = get_json(&maps, "w-fine").await.unwrap();
+    assert_eq!(cm["data"]["owner"], "someone");
+    assert!(cm["metadata"].get("ownerReferences").is_none());
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swapping_the_plugin_re_reconciles_and_a_bad_swap_keeps_the_old_one() {
+    let env = widget_env("ok", &["v1 ConfigMap", "apps/v1 Deployment"], 300).await;
+    let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
+    let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
+    let deployments = env.api("apps/v1", "Deployment", "deployments", Some("default"));
+    env.apply(widget("w")).await;
+    eventually("w-fine", || async { get_json(&maps, "w-fine").await }).await;
+
+    // New logic: the memcached plugin, on the same parents.
+    let memcached = example_plugin("memcached").unwrap();
+    let digest = gantry::runtime::digest(&memcached);
+    let binding = "name: widgets\nparent: {apiVersion: test.gantry.dev/v1, kind: Widget}\nchildren:\n- {apiVersion: v1, kind: ConfigMap}\n- {apiVersion: apps/v1, kind: Deployment}\n";
+    env.bind("widgets", binding, &memcached).await;
+    eventually("Deployment from the new plugin", || async {
+        get_json(&deployments, "w").await
+    })
+    .await;
+    eventually("old child pruned", || async {
+        get_json(&maps, "w-fine").await.is_none().then_some(())
+    })
+    .await;
+    let w = eventually("digest recorded", || async {
+        let w = get_json(&widgets, "w").await?;
+        (w.pointer("/status/gantry/pluginDigest")? == digest.as_str()).then_some(w)
+    })
+    .await;
+    assert_eq!(condition(&w, "Synced").unwrap()["status"], "True");
+
+    // A bad version: refused with a Warning Event, the old one keeps serving.
+    env.bind("widgets", binding, b"definitely not wasm").await;
+    let events = eventually("Warning on the ConfigMap", || async {
+        let events = env.events_for(BINDINGS_NS, "widgets").await;
+        events
+            .iter()
+            .any(|e| e["reason"] == "PluginLoadFailed")
+            .then_some(events)
+    })
+    .await;
+    let warning = events
+        .iter()
+        .find(|e| e["reason"] == "PluginLoadFailed")
+        .unwrap();
+    assert_eq!(warning["type"], "Warning");
+    assert!(
+        warning["note"]
+            .as_str()
+            .unwrap()
+            .contains("not a WebAssembly binary"),
+        "{warning}"
+    );
+    assert_eq!(
+        env.binding("widgets").await.metadata.annotations.unwrap()["gantry.dev/plugin-digest"],
+        digest
+    );
+    env.apply(widget("w2")).await;
+    eventually("old version still serves new parents", || async {
+        get_json(&deployments, "w2").await
+    })
+    .await;
+    assert!(env.metrics.binding("widgets").plugin_load_failures >= 1);
+
+    // A config the plugin rejects is refused the same way.
+    let bad_config = format!("{binding}config: {{image: \"\"}}\n");
+    env.bind("widgets", &bad_config, &memcached).await;
+    eventually("InvalidConfig", || async {
+        env.events_for(BINDINGS_NS, "widgets")
+            .await
+            .iter()
+            .any(|e| e["reason"] == "InvalidConfig")
+            .then_some(())
+    })
+    .await;
+
+    // Deleting the binding stops reconciling and deletes nothing.
+    Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(env.client.clone(), BINDINGS_NS)
+        .delete("widgets", &DeleteParams::default())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    env.apply(widget("w3")).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        get_json(&deployments, "w3").await.is_none(),
+        "a deleted binding still reconciles"
+    );
+    assert!(
+        get_json(&deployments, "w").await.is_some(),
+        "deleting a binding deleted children"
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_plugin_does_not_stop_other_bindings() {
+    let env = widget_env("loop", &["v1 ConfigMap"], 300).await;
+    env.install_example("memcached").await;
+    let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
+    env.apply(widget("w")).await;
+    env.apply(memcached("mc", 1)).await;
+    let deployments = env.api("apps/v1", "Deployment", "deployments", Some("default"));
+    eventually("memcached reconciles beside a looping plugin", || async {
+        get_json(&deployments, "mc").await
+    })
+    .await;
+    let w = eventually("PluginTimeout", || async {
+        let w = get_json(&widgets, "w").await?;
+        (condition(&w, "Synced")?["reason"] == "PluginTimeout").then_some(w)
+    })
+    .await;
+    assert!(
+        condition(&w, "Synced").unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .contains("deadline")
+    );
+    assert!(
+        env.metrics
+            .binding("widgets")
+            .plugin_failures
+            .get("timeout")
+            .copied()
+            .unwrap_or(0)
+            >= 1
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_bindings_for_one_parent_kind_refuse_the_newer() {
+    let env = widget_env("ok", &["v1 ConfigMap"], 300).await;
+    let hostile = example_plugin("hostile").unwrap();
+    let second =
+        widget_binding("ok", &["v1 ConfigMap"], 300).replace("name: widgets", "name: widgets-two");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.bind("widgets-two", &second, &hostile).await;
+    let events = eventually("ParentKindClaimed", || async {
+        let events = env.events_for(BINDINGS_NS, "widgets-two").await;
+        events
+            .iter()
+            .any(|e| e["reason"] == "ParentKindClaimed")
+            .then_some(events)
+    })
+    .await;
+    assert!(events.iter().all(|e| e["reason"] != "PluginLoaded"));
+    assert!(
+        env.events_for(BINDINGS_NS, "widgets")
+            .await
+            .iter()
+            .all(|e| e["reason"] != "ParentKindClaimed")
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_without_status_subresource_gets_a_warning_not_a_hot_loop() {
+    let env = Env::start().await;
+    env.apply(widget_crd("Gadget", "gadgets", false)).await;
+    gantry::dev::wait_for_crd(&env.client, "gadgets.test.gantry.dev")
+        .await
+        .unwrap();
+    let binding = "name: gadgets\nparent: {apiVersion: test.gantry.dev/v1, kind: Gadget}\nchildren:\n- {apiVersion: v1, kind: ConfigMap}\n";
+    env.bind("gadgets", binding, &example_plugin("hostile").unwrap())
+        .await;
+    env.apply(json!({"apiVersion": "test.gantry.dev/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": "default"}})).await;
+    let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
+    eventually("child applied", || async {
+        get_json(&maps, "g-fine").await
+    })
+    .await;
+    eventually("NoStatusSubresource", || async {
+        env.events_for("default", "g")
+            .await
+            .iter()
+            .any(|e| e["reason"] == "NoStatusSubresource")
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let reconciles = env.metrics.binding("gadgets").reconciles;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        env.metrics.binding("gadgets").reconciles <= reconciles + 1,
+        "hot loop: {} → {}",
+        reconciles,
+        env.metrics.binding("gadgets").reconciles
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn database_deletion_waits_for_the_plugin_to_finalize() {
+    let env = Env::start().await;
+    env.install_example("database").await;
+    env.apply(
+        json!({"apiVersion": "db.example.com/v1alpha1", "kind": "Database",
+        "metadata": {"name": "orders", "namespace": "default"}, "spec": {"replicas": 2}}),
+    )
+    .await;
+    let databases = env.api(
+        "db.example.com/v1alpha1",
+        "Database",
+        "databases",
+        Some("default"),
+    );
+    let sets = env.api("apps/v1", "StatefulSet", "statefulsets", Some("default"));
+    let services = env.api("v1", "Service", "services", Some("default"));
+    let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
+    eventually("three children", || async {
+        Some((
+            get_json(&sets, "orders").await?,
+            get_json(&services, "orders").await?,
+            get_json(&maps, "orders-config").await?,
+        ))
+    })
+    .await;
+    let db = get_json(&databases, "orders").await.unwrap();
+    assert_eq!(db["metadata"]["finalizers"], json!(["gantry.dev/database"]));
+
+    // Pretend two replicas run, then delete: the finalizer holds the object
+    // while the plugin drains the StatefulSet.
+    sets.patch_status(
+        "orders",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"status": {"replicas": 2, "readyReplicas": 2}})),
+    )
+    .await
+    .unwrap();
+    eventually("Ready", || async {
+        let db = get_json(&databases, "orders").await?;
+        (condition(&db, "Ready")?["status"] == "True").then_some(())
+    })
+    .await;
+    databases
+        .delete("orders", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("scaled to zero while deleting", || async {
+        (get_json(&sets, "orders").await?["spec"]["replicas"] == 0).then_some(())
+    })
+    .await;
+    let db = get_json(&databases, "orders")
+        .await
+        .expect("held by the finalizer");
+    assert!(db["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(condition(&db, "Ready").unwrap()["reason"], "Draining");
+
+    sets.patch_status(
+        "orders",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"status": {"replicas": 0, "readyReplicas": 0}})),
+    )
+    .await
+    .unwrap();
+    eventually("Database gone", || async {
+        get_json(&databases, "orders").await.is_none().then_some(())
+    })
+    .await;
+    eventually("children collected", || async {
+        (get_json(&sets, "orders").await.is_none() && get_json(&services, "orders").await.is_none())
+            .then_some(())
+    })
+    .await;
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn related_objects_reach_the_plugin_and_their_changes_trigger_it() {
+    let env = Env::start().await;
+    env.apply(widget_crd("Widget", "widgets", true)).await;
+    gantry::dev::wait_for_crd(&env.client, "widgets.test.gantry.dev")
+        .await
+        .unwrap();
+    let binding = "name: widgets\nparent: {apiVersion: test.gantry.dev/v1, kind: Widget}\nchildren:\n- {apiVersion: v1, kind: ConfigMap}\nrelated:\n- apiVersion: v1\n  kind: Secret\n  selector: {matchLabels: {widget-input: \"yes\"}}\nconfig: {behaviour: echo}\n";
+    env.bind("widgets", binding, &example_plugin("hostile").unwrap())
+        .await;
+    let secret = |name: &str, label: &str| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "default", "labels": {"widget-input": label}}});
+    env.apply(secret("a", "yes")).await;
+    env.apply(secret("ignored", "no")).await;
+    env.apply(widget("w")).await;
+    let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
+    eventually("echo sees secret a", || async {
+        let cm = get_json(&maps, "w-echo").await?;
+        (cm["data"]["related"] == "a").then_some(())
+    })
+    .await;
+    env.apply(secret("b", "yes")).await;
+    let cm = eventually("echo sees secret b", || async {
+        let cm = get_json(&maps, "w-echo").await?;
+        (cm["data"]["related"] == "a,b").then_some(cm)
+    })
+    .await;
+    assert_eq!(cm["data"]["trigger"], "related-changed:b");
+    // The child it owns is observed on the next call.
+    env.apply(
+        widget("w")
+            .as_object()
+            .cloned()
+            .map(|mut w| {
+                w.insert("spec".into(), json!({"size": 2}));
+                Value::Object(w)
+            })
+            .unwrap(),
+    )
+    .await;
+    eventually("echo observes its own child", || async {
+        let cm = get_json(&maps, "w-echo").await?;
+        (cm["data"]["observed"] == "w-echo" && cm["data"]["trigger"] == "parent-changed")
+            .then_some(())
+    })
+    .await;
+    env.stop().await;
+}
