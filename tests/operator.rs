@@ -101,7 +101,12 @@ async fn memcached_children_status_and_repairs() {
     assert_eq!(parent["status"]["readyReplicas"], 0);
     assert_eq!(condition(&parent, "Synced").unwrap()["status"], "True");
     assert_eq!(condition(&parent, "Available").unwrap()["status"], "False");
-    assert_eq!(condition(&parent, "Ready").unwrap()["status"], "True");
+    assert_eq!(
+        condition(&parent, "Ready").unwrap()["status"],
+        "False",
+        "not ready while scaling"
+    );
+    assert_eq!(condition(&parent, "Ready").unwrap()["reason"], "Scaling");
     let digest = gantry::runtime::digest(&example_plugin("memcached").unwrap());
     assert_eq!(parent["status"]["gantry"]["pluginDigest"], digest.as_str());
     let annotations = env.binding("memcached").await.metadata.annotations.unwrap();

@@ -60,8 +60,10 @@ pub fn merge(live: Option<&Value>, wanted: &[Condition], generation: i64, now: &
         .collect()
 }
 
-/// The plugin's conditions plus `Synced`, and `Ready` unless the plugin set
-/// it (then it mirrors `Synced`), each type once (the last one wins).
+/// The plugin's conditions plus `Synced`, and `Ready` unless the plugin
+/// set it, each type once (the last one wins). The host's `Ready` is True
+/// only when `Synced` and every plugin condition are True; otherwise it
+/// carries the reason and message of the first that is not.
 pub fn with_host_conditions(plugin: &[Condition], synced: Condition) -> Vec<Condition> {
     let mut all: Vec<Condition> = Vec::new();
     for c in plugin.iter().filter(|c| c.condition_type != SYNCED) {
@@ -69,10 +71,26 @@ pub fn with_host_conditions(plugin: &[Condition], synced: Condition) -> Vec<Cond
         all.push(c.clone());
     }
     if !all.iter().any(|c| c.condition_type == READY) {
-        all.push(Condition {
-            condition_type: READY.into(),
-            ..synced.clone()
-        });
+        let blocking = std::iter::once(&synced)
+            .chain(all.iter())
+            .find(|c| c.status != ConditionStatus::True);
+        let ready = match blocking {
+            Some(c) => Condition {
+                condition_type: READY.into(),
+                status: if c.status == ConditionStatus::Unknown {
+                    ConditionStatus::Unknown
+                } else {
+                    ConditionStatus::False
+                },
+                reason: c.reason.clone(),
+                message: format!("{}: {}", c.condition_type, c.message),
+            },
+            None => Condition {
+                condition_type: READY.into(),
+                ..synced.clone()
+            },
+        };
+        all.push(ready);
     }
     all.push(synced);
     all
