@@ -18,6 +18,7 @@ pub mod cli;
 pub mod contract;
 pub mod controller;
 pub mod dev;
+pub mod health;
 pub mod runtime;
 pub mod telemetry;
 pub mod toolchain;

@@ -99,34 +99,36 @@ fn limit_breaches_and_plugin_errors_exit_non_zero_with_a_message() {
     let hostile = plugin("hostile");
     let hostile = hostile.to_str().unwrap();
     let parent = "plugins/memcached/example.yaml";
-    for (behaviour, code, message) in [
-        ("loop", 3, "exceeded its deadline of 100ms"),
-        ("memory-bomb", 3, "exceeded its memory limit"),
-        ("panic", 3, "hostile plugin panics on purpose"),
-        ("missing-name", 3, "has no metadata.name"),
-        ("error", 1, "the hostile plugin refuses (retryable)"),
-        ("reject-config", 1, "rejected on purpose"),
+    // Only the loop gets a short deadline: on a loaded machine the others
+    // must not be mistaken for timeouts.
+    for (behaviour, deadline, code, message) in [
+        ("loop", "100", 3, "exceeded its deadline of 100ms"),
+        (
+            "memory-bomb",
+            "20000",
+            3,
+            "exceeded its memory limit of 16777216 bytes",
+        ),
+        ("panic", "20000", 3, "hostile plugin panics on purpose"),
+        ("missing-name", "20000", 3, "has no metadata.name"),
+        (
+            "error",
+            "20000",
+            1,
+            "the hostile plugin refuses (retryable)",
+        ),
+        ("reject-config", "20000", 1, "rejected on purpose"),
     ] {
         let config = write(
             dir.path(),
             "config.yaml",
             &format!("behaviour: {behaviour}\n"),
         );
-        let out = gantry(
-            &[
-                "plugin",
-                "run",
-                "--plugin",
-                hostile,
-                "--parent",
-                parent,
-                "--config",
-                &config,
-                "--deadline-ms",
-                "100",
-            ],
-            dir.path(),
-        );
+        let args = [
+            "plugin", "run", "--plugin", hostile, "--parent", parent, "--config", &config,
+        ];
+        let limits = ["--deadline-ms", deadline, "--memory-mib", "16"];
+        let out = gantry(&[&args[..], &limits[..]].concat(), dir.path());
         assert_eq!(
             out.status.code(),
             Some(code),

@@ -35,7 +35,10 @@ pub struct Env {
 /// Log to the test output when RUST_LOG is set.
 pub fn init_logs() {
     if std::env::var_os("RUST_LOG").is_some() {
-        let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
     }
 }
 

@@ -24,6 +24,10 @@ pub struct OperatorArgs {
     /// Longest one reconcile may take, in seconds.
     #[arg(long, default_value_t = 60)]
     reconcile_timeout_secs: u64,
+    /// Address of /livez, /readyz and /metrics, or "off" (default:
+    /// 0.0.0.0:8080 for `run`, a free loopback port for `dev`).
+    #[arg(long)]
+    health_addr: Option<String>,
 }
 
 impl OperatorArgs {
@@ -115,15 +119,7 @@ pub fn run(args: RunArgs) -> ExitCode {
                 None => kube::Config::infer().await?,
             };
             let client = kube::Client::try_from(config)?;
-            let runtime = plugin_runtime()?;
-            run_operator(
-                client,
-                runtime,
-                args.operator.options(),
-                Arc::new(Metrics::default()),
-                shutdown_signal(),
-            )
-            .await
+            operate(client, &args.operator, "0.0.0.0:8080").await
         })
     }))
 }
@@ -179,16 +175,34 @@ async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
     println!(
         "gantry dev: try `kubectl get memcacheds,databases,deployments,statefulsets -A`; Ctrl-C stops"
     );
-    let runtime = plugin_runtime()?;
-    let result = run_operator(
-        client,
-        runtime,
-        options,
-        Arc::new(Metrics::default()),
-        shutdown_signal(),
-    )
-    .await;
+    let result = operate(client, &args.operator, "127.0.0.1:0").await;
     server.shutdown().await;
+    result
+}
+
+/// Run the operator with its health endpoints until SIGINT/SIGTERM.
+async fn operate(
+    client: kube::Client,
+    args: &OperatorArgs,
+    default_health: &str,
+) -> anyhow::Result<()> {
+    let runtime = plugin_runtime()?;
+    let metrics = Arc::new(Metrics::default());
+    let health_addr = args.health_addr.as_deref().unwrap_or(default_health);
+    let health = if health_addr == "off" {
+        None
+    } else {
+        let addr = health_addr
+            .parse()
+            .with_context(|| format!("--health-addr {health_addr:?}"))?;
+        let (bound, task) = crate::health::serve(addr, metrics.clone(), runtime.clone()).await?;
+        println!("gantry: health and metrics at http://{bound}/metrics");
+        Some(task)
+    };
+    let result = run_operator(client, runtime, args.options(), metrics, shutdown_signal()).await;
+    if let Some(task) = health {
+        task.abort();
+    }
     result
 }
 

@@ -83,6 +83,7 @@ pub async fn run_operator(
                         manager.upsert(cm).await;
                     }
                     manager.forget_missing(&seen).await;
+                    manager.shared.metrics.set_ready(true);
                 }
                 Some(Ok(watcher::Event::Apply(cm))) => manager.upsert(cm).await,
                 Some(Ok(watcher::Event::Delete(cm))) => manager.remove(&cm.name_any()).await,
@@ -91,6 +92,7 @@ pub async fn run_operator(
             },
         }
     }
+    manager.shared.metrics.set_ready(false);
     manager.stop_all().await;
     Ok(())
 }

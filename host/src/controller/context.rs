@@ -103,8 +103,9 @@ pub type ChildKey = (KindRef, Option<String>, String);
 /// Bookkeeping per parent.
 #[derive(Default)]
 pub struct ParentState {
-    /// Generation and deletion flag at the last reconcile.
-    seen: Option<(i64, bool)>,
+    /// resourceVersions of the parent that are not news: the one of the
+    /// last reconcile, and those our own writes produced since.
+    seen: Vec<String>,
     /// Digest of the plugin at the last reconcile.
     digest: Option<String>,
     /// A child or related object changed since.
@@ -216,9 +217,15 @@ impl BindingContext {
     }
 
     /// Remember that a child or related object of `parent_key` changed.
+    /// Of several changes before the next reconcile, a related object's
+    /// wins over a child's: children change after every apply of ours.
     pub fn note_trigger(&self, parent_key: &str, trigger: Trigger) {
         self.with_state(parent_key, |s| {
-            if s.pending.is_none() {
+            let replaces = matches!(
+                (&s.pending, &trigger),
+                (None, _) | (Some(Trigger::ChildChanged(_)), Trigger::RelatedChanged(_))
+            );
+            if replaces {
                 s.pending = Some(trigger);
             }
         });
@@ -226,12 +233,9 @@ impl BindingContext {
 
     /// Why this reconcile of `parent` happens, and record it as seen.
     pub fn take_trigger(&self, parent: &DynamicObject, digest: &str) -> Trigger {
-        let seen = (
-            parent.metadata.generation.unwrap_or(0),
-            parent.metadata.deletion_timestamp.is_some(),
-        );
+        let version = parent.metadata.resource_version.clone().unwrap_or_default();
         self.with_state(&object_key(parent), |s| {
-            let trigger = if s.seen != Some(seen) {
+            let trigger = if !s.seen.contains(&version) {
                 Trigger::ParentChanged
             } else if let Some(pending) = s.pending.take() {
                 pending
@@ -242,12 +246,27 @@ impl BindingContext {
             } else {
                 Trigger::Resync
             };
-            s.seen = Some(seen);
+            tracing::debug!(binding = %self.name, parent = %object_key(parent), %version, seen = ?s.seen, ?trigger, "reconcile trigger");
+            if !s.seen.contains(&version) {
+                s.seen = vec![version];
+            }
             s.digest = Some(digest.to_string());
             s.pending = None;
             s.requeue_requested = false;
             trigger
         })
+    }
+
+    /// Record the parent's resourceVersion after a write of our own, so the
+    /// event it causes is not taken for a change of the parent.
+    pub fn note_own_write(&self, key: &str, resource_version: Option<String>) {
+        self.with_state(key, |s| {
+            s.seen.extend(resource_version);
+            // A reconcile may still run on an older cached copy: keep a few.
+            if s.seen.len() > 4 {
+                s.seen.remove(0);
+            }
+        });
     }
 
     /// Record that the plugin asked for a requeue.

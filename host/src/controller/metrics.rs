@@ -28,13 +28,25 @@ pub struct BindingCounters {
     pub plugin_load_failures: u64,
 }
 
-/// All counters of the operator.
+/// All counters of the operator, and whether it is ready.
 #[derive(Debug, Default)]
 pub struct Metrics {
     bindings: Mutex<BTreeMap<String, BindingCounters>>,
+    ready: std::sync::atomic::AtomicBool,
 }
 
 impl Metrics {
+    /// Mark the operator ready (initial bindings processed) or not.
+    pub fn set_ready(&self, ready: bool) {
+        self.ready
+            .store(ready, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the operator has processed its initial bindings.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn update(&self, binding: &str, f: impl FnOnce(&mut BindingCounters)) {
         f(self
             .bindings

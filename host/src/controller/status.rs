@@ -104,13 +104,15 @@ pub async fn write_status(
         "status": status,
     });
     let api = ctx.parent.api(&ctx.client, parent.namespace().as_deref());
-    api.patch_status(
-        &parent.name_any(),
-        &PatchParams::apply(&ctx.spec.status_field_manager()).force(),
-        &Patch::Apply(&patch),
-    )
-    .await
-    .map_err(ReconcileError::Kube)?;
+    let written = api
+        .patch_status(
+            &parent.name_any(),
+            &PatchParams::apply(&ctx.spec.status_field_manager()).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .map_err(ReconcileError::Kube)?;
+    ctx.note_own_write(&key, written.resource_version());
     ctx.with_state(&key, |s| {
         s.status = Some(print);
         s.plugin_status = Some(plugin_status);

@@ -116,8 +116,8 @@ mod component {
                         names.sort();
                         names.join(",")
                     };
-                    // A change of its own child keeps the trigger it last
-                    // recorded, so the output settles after one write.
+                    // A change of its own child, or a resync, keeps the
+                    // trigger it last recorded, so the output settles.
                     let own = request
                         .observed
                         .iter()
@@ -126,18 +126,18 @@ mod component {
                             o.pointer("/metadata/name").and_then(Value::as_str)
                                 == Some(&format!("{parent}-echo"))
                         });
+                    let recorded = own.as_ref().and_then(|o| {
+                        o.pointer("/data/trigger")
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                    });
                     let trigger = match &request.trigger {
                         Trigger::ParentChanged => "parent-changed".to_string(),
-                        Trigger::ChildChanged(r) => own
-                            .as_ref()
-                            .and_then(|o| {
-                                o.pointer("/data/trigger")
-                                    .and_then(Value::as_str)
-                                    .map(str::to_string)
-                            })
-                            .unwrap_or_else(|| format!("child-changed:{}", r.name)),
+                        Trigger::ChildChanged(r) => {
+                            recorded.unwrap_or_else(|| format!("child-changed:{}", r.name))
+                        }
                         Trigger::RelatedChanged(r) => format!("related-changed:{}", r.name),
-                        Trigger::Resync => "resync".to_string(),
+                        Trigger::Resync => recorded.unwrap_or_else(|| "resync".to_string()),
                         Trigger::Requeue => "requeue".to_string(),
                         Trigger::PluginChanged => "plugin-changed".to_string(),
                     };
