@@ -10,7 +10,8 @@ const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
-fn is_label(s: &str) -> bool {
+/// Whether `s` is a DNS-1123 label.
+pub fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
         && s.bytes()
@@ -21,7 +22,7 @@ fn is_label(s: &str) -> bool {
 
 /// Whether `s` is a DNS-1123 subdomain.
 pub fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_label)
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 
 /// The metadata map of an object (created if missing).
@@ -54,9 +55,9 @@ pub fn validate_name_and_labels(info: &ResourceInfo, obj: &Value) -> ApiResult<(
         ));
     } else {
         let (ok, msg) = match (info.group.as_str(), info.plural.as_str()) {
-            ("", "namespaces") => (is_label(name), DNS1123_LABEL_MSG),
+            ("", "namespaces") => (is_dns_label(name), DNS1123_LABEL_MSG),
             ("", "services") => (
-                is_label(name) && name.starts_with(|c: char| c.is_ascii_lowercase()),
+                is_dns_label(name) && name.starts_with(|c: char| c.is_ascii_lowercase()),
                 DNS1035_LABEL_MSG,
             ),
             _ => (is_dns_subdomain(name), DNS1123_SUBDOMAIN_MSG),

@@ -234,20 +234,7 @@ fn field(field: &str, message: impl Into<String>) -> BindingError {
     }
 }
 
-/// A DNS-1123 label: lowercase alphanumerics and '-', at most 63.
-pub fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-/// A DNS-1123 subdomain: dot-separated labels, at most 253.
-pub fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
-}
+pub use gantry_apiserver::objects::meta::{is_dns_label, is_dns_subdomain};
 
 fn check_kind(path: &str, kind: &KindRef) -> Result<(), BindingError> {
     let version_ok = {

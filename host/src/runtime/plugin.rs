@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use gantry_sdk::{AdmissionRequest, Request, Response, Verdict};
-use wasmtime::component::{Component, InstancePre};
+use wasmtime::component::{Component, Instance, InstancePre};
 use wasmtime::{Store, Trap};
 
 use super::Runtime;
@@ -84,6 +84,30 @@ fn call_failure(store: &Store<CallState>, limits: &Limits, error: wasmtime::Erro
     CallError::Trap { message }
 }
 
+/// One call in a fresh sandbox: instantiate, load the export with `load`,
+/// run `call`; a failure says why (deadline, memory, trap).
+fn sandboxed<G, R>(
+    runtime: &Runtime,
+    name: &str,
+    pre: &InstancePre<CallState>,
+    limits: &Limits,
+    load: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<G>,
+    call: impl FnOnce(&G, &mut Store<CallState>) -> wasmtime::Result<R>,
+) -> Result<R, CallError> {
+    let mut store = new_store(runtime.engine(), name, limits);
+    let outcome = pre
+        .instantiate(&mut store)
+        .and_then(|instance| load(&mut store, &instance))
+        .and_then(|guest| call(&guest, &mut store));
+    match outcome {
+        Ok(result) => {
+            store.data().flush_output();
+            Ok(result)
+        }
+        Err(e) => Err(call_failure(&store, limits, e)),
+    }
+}
+
 /// A loaded reconcile plugin. Cheap to share; each call gets its own store.
 pub struct ReconcilerPlugin {
     runtime: Runtime,
@@ -160,17 +184,14 @@ impl ReconcilerPlugin {
         limits: &Limits,
     ) -> Result<Response, CallError> {
         let wit_request = contract::to_wit_request(request);
-        let mut store = new_store(self.runtime.engine(), &self.name, limits);
-        let outcome = self
-            .pre
-            .instantiate(&mut store)
-            .and_then(|instance| self.reconcile.load(&mut store, &instance))
-            .and_then(|guest| guest.call_reconcile(&mut store, &wit_request));
-        let result = match outcome {
-            Ok(result) => result,
-            Err(e) => return Err(call_failure(&store, limits, e)),
-        };
-        store.data().flush_output();
+        let result = sandboxed(
+            &self.runtime,
+            &self.name,
+            &self.pre,
+            limits,
+            |store, instance| self.reconcile.load(store, instance),
+            |guest, store| guest.call_reconcile(store, &wit_request),
+        )?;
         match result {
             Ok(response) => contract::from_wit_response(response, limits),
             Err(error) => Err(CallError::Plugin(contract::reconcile_error(error))),
@@ -198,21 +219,18 @@ impl ReconcilerPlugin {
         let Some(indices) = &self.config else {
             return Ok(());
         };
-        let mut store = new_store(self.runtime.engine(), &self.name, limits);
-        let outcome = self
-            .pre
-            .instantiate(&mut store)
-            .and_then(|instance| indices.load(&mut store, &instance))
-            .and_then(|guest| guest.call_validate_config(&mut store, &config.to_string()));
-        store.data().flush_output();
-        match outcome {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(message)) => Err(CallError::Plugin(gantry_sdk::PluginError::permanent(
-                "InvalidConfig",
-                message,
-            ))),
-            Err(e) => Err(call_failure(&store, limits, e)),
-        }
+        let text = config.to_string();
+        let verdict = sandboxed(
+            &self.runtime,
+            &self.name,
+            &self.pre,
+            limits,
+            |store, instance| indices.load(store, instance),
+            |guest, store| guest.call_validate_config(store, &text),
+        )?;
+        verdict.map_err(|message| {
+            CallError::Plugin(gantry_sdk::PluginError::permanent("InvalidConfig", message))
+        })
     }
 }
 
@@ -259,19 +277,14 @@ impl PolicyPlugin {
         limits: &Limits,
         f: impl FnOnce(&admission::Guest, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        let mut store = new_store(self.runtime.engine(), &self.name, limits);
-        let outcome = self
-            .pre
-            .instantiate(&mut store)
-            .and_then(|instance| self.admission.load(&mut store, &instance))
-            .and_then(|guest| f(&guest, &mut store));
-        match outcome {
-            Ok(r) => {
-                store.data().flush_output();
-                Ok(r)
-            }
-            Err(e) => Err(call_failure(&store, limits, e)),
-        }
+        sandboxed(
+            &self.runtime,
+            &self.name,
+            &self.pre,
+            limits,
+            |store, instance| self.admission.load(store, instance),
+            f,
+        )
     }
 
     /// Call `validate` on the blocking pool.
