@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use gantry::runtime::{CallError, Limits, ReconcilerPlugin, Runtime};
+use gantry::runtime::{CallError, Limits, ReconcilerPlugin, Runtime, RuntimeSettings};
 use gantry::toolchain::{example_plugin, js, python, source_workspace_root};
 use gantry_sdk::{ConditionStatus, PluginError, Request, Response, Trigger, json};
 use serde_json::Value;
@@ -19,6 +19,18 @@ use serde_json::Value;
 /// The three plugins, built and loaded once per test process.
 struct Plugins {
     all: Vec<(&'static str, Arc<ReconcilerPlugin>)>,
+    bytes: Vec<(&'static str, Vec<u8>)>,
+    /// Compiled components, so a second runtime need not compile again.
+    cache: tempfile::TempDir,
+}
+
+/// A runtime with the default settings and the tests' compilation cache.
+fn runtime(cache: &tempfile::TempDir) -> Runtime {
+    Runtime::new(RuntimeSettings {
+        cache_dir: Some(cache.path().to_path_buf()),
+        ..RuntimeSettings::default()
+    })
+    .expect("runtime")
 }
 
 fn plugin_dir(name: &str) -> PathBuf {
@@ -32,7 +44,8 @@ fn read(path: PathBuf) -> Vec<u8> {
 fn plugins() -> &'static Plugins {
     static PLUGINS: OnceLock<Plugins> = OnceLock::new();
     PLUGINS.get_or_init(|| {
-        let runtime = Runtime::with_defaults().expect("runtime");
+        let cache = tempfile::tempdir().expect("temporary directory");
+        let runtime = runtime(&cache);
         let timed = |language: &str, build: &dyn Fn() -> Vec<u8>| {
             let start = Instant::now();
             let bytes = build();
@@ -63,6 +76,8 @@ fn plugins() -> &'static Plugins {
                 ("js", load("memcached-js", &js)),
                 ("python", load("memcached-py", &py)),
             ],
+            bytes: vec![("rust", rust), ("js", js), ("python", py)],
+            cache,
         }
     })
 }
@@ -106,9 +121,9 @@ fn same_answer(case: &str, request: &Request) -> Outcome {
     expected
 }
 
-/// validate-config of `config` with every plugin: all accept, or all reject.
-/// With `same_message`, the rejections must also say the same thing.
-fn same_validation(config: Value, same_message: bool) -> Result<(), Vec<PluginError>> {
+/// validate-config of `config` with every plugin: all accept, or all reject
+/// with the same message.
+fn same_validation(config: Value) -> Result<(), Vec<PluginError>> {
     let answers: Vec<(&str, Outcome)> = plugins()
         .all
         .iter()
@@ -132,13 +147,11 @@ fn same_validation(config: Value, same_message: bool) -> Result<(), Vec<PluginEr
             ),
         }
     }
-    if same_message {
-        for (e, (language, _)) in errors.iter().zip(&answers) {
-            assert_eq!(
-                e, &errors[0],
-                "validate-config {config}: {language} differs from rust"
-            );
-        }
+    for (e, (language, _)) in errors.iter().zip(&answers) {
+        assert_eq!(
+            e, &errors[0],
+            "validate-config {config}: {language} differs from rust"
+        );
     }
     Err(errors)
 }
@@ -326,26 +339,40 @@ fn validate_config_accepts_and_rejects_alike() {
         json!({"image": "memcached:1.6"}),
         json!({"image": null}),
     ] {
-        assert_eq!(same_validation(good.clone(), true), Ok(()), "{good}");
+        assert_eq!(same_validation(good.clone()), Ok(()), "{good}");
     }
-    let errors = same_validation(json!({"image": " \t"}), true).unwrap_err();
+    let errors = same_validation(json!({"image": " \t"})).unwrap_err();
     assert_eq!(errors[0].reason, "InvalidConfig");
     assert_eq!(errors[0].message, "config.image must not be empty");
     for bad in [json!({"image": 1}), json!("memcached"), json!([])] {
-        same_validation(bad.clone(), true).expect_err("rejected");
+        same_validation(bad.clone()).expect_err("rejected");
     }
-    // Unknown fields: all reject (the messages happen to agree too).
-    same_validation(json!({"image": "memcached:1.6", "replicas": 3}), false).expect_err("rejected");
+    // Unknown fields: all reject, and with serde's message.
+    let errors = same_validation(json!({"image": "memcached:1.6", "replicas": 3})).unwrap_err();
+    assert_eq!(
+        errors[0].message,
+        "invalid config: unknown field `replicas`, expected `image`"
+    );
 }
 
-/// One call of each plugin within the default limits (500 ms, 64 MiB).
+/// Calls of one plugin within the default limits (500 ms, 64 MiB), the
+/// first one cold: a runtime of its own (as after a restart: the compiled
+/// component comes from the disk cache) that has never run the plugin.
 fn stays_under_default_limits(language: &str) {
-    let plugin = &plugins()
-        .all
+    let plugins = plugins();
+    let bytes = &plugins
+        .bytes
         .iter()
         .find(|(l, _)| *l == language)
         .unwrap()
         .1;
+    let runtime = runtime(&plugins.cache);
+    let start = Instant::now();
+    let plugin = runtime
+        .load_reconciler(language, bytes)
+        .expect("plugin loads");
+    let load = start.elapsed();
+    assert_eq!(runtime.compiles(), 0, "{language} came from the disk cache");
     let request = Request::for_parent(parent(json!({"size": 3})));
     let mut times = Vec::new();
     for _ in 0..3 {
@@ -356,7 +383,10 @@ fn stays_under_default_limits(language: &str) {
         times.push(start.elapsed());
         assert_eq!(response.children.len(), 1);
     }
-    eprintln!("{language}: calls took {times:?}");
+    plugin
+        .validate_config_blocking(&json!({"image": "memcached:1.6"}), &Limits::default())
+        .unwrap_or_else(|e| panic!("{language} validate-config within the default limits: {e}"));
+    eprintln!("{language}: load (from disk cache) {load:?}, calls (cold first) {times:?}");
 }
 
 #[test]

@@ -6,6 +6,9 @@
 //! `<toolchains>/js/componentize-js-<v>+jco-<v>` with `npm install --prefix`;
 //! the versions are the exact ones the plugin's `package.json` pins in
 //! `devDependencies`, else [`COMPONENTIZE_JS_VERSION`] and [`JCO_VERSION`].
+//!
+//! The build calls componentize-js's own CLI: `jco componentize` 1.35.0
+//! cannot read the WIT directory (its WASI shim starts with no preopens).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -80,15 +83,12 @@ fn toolchain(manifest: &Manifest) -> anyhow::Result<PathBuf> {
         "node",
         "Node.js (20 or newer) is needed to build JavaScript plugins",
     )?;
-    cache::require_program(
-        "npm",
-        "npm is needed to install the JavaScript plugin toolchain",
-    )?;
     let dir = cache::toolchains_dir()?.join("js").join(format!(
         "componentize-js-{}+jco-{}",
         manifest.componentize_js, manifest.jco
     ));
     cache::ensure_installed(&dir, "componentize-js and jco (npm)", |dir| {
+        cache::require_program("npm", "npm is needed to install componentize-js")?;
         cache::run(
             Command::new("npm")
                 .args([
@@ -120,7 +120,6 @@ pub fn build_plugin(dir: &Path) -> anyhow::Result<PathBuf> {
             manifest.main
         );
     }
-    let toolchain = toolchain(&manifest)?;
     let wit = cache::wit_dir_for(dir)?;
     let contract = cache::contract_digest();
     let hash = cache::source_hash(
@@ -134,11 +133,18 @@ pub fn build_plugin(dir: &Path) -> anyhow::Result<PathBuf> {
             &contract,
         ],
     )?;
-    let cli = toolchain
-        .join("node_modules")
-        .join(COMPONENTIZE_JS)
-        .join("src/cli.js");
+    // Up to date: no toolchain needed at all.
     cache::build_if_changed(dir, &cache::plugin_name(dir), &hash, |out| {
+        let cli = toolchain(&manifest)?
+            .join("node_modules")
+            .join(COMPONENTIZE_JS)
+            .join("src/cli.js");
+        if !cli.exists() {
+            bail!(
+                "{} is missing; delete the toolchain directory to reinstall it",
+                cli.display()
+            );
+        }
         let mut command = Command::new("node");
         command
             .current_dir(dir)

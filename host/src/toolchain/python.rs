@@ -47,14 +47,14 @@ fn pinned_version(dir: &Path) -> anyhow::Result<String> {
 
 /// The venv with componentize-py `version` (created on first use).
 fn toolchain(version: &str) -> anyhow::Result<PathBuf> {
-    cache::require_program(
-        "python3",
-        "Python 3 (with the venv module) is needed to build Python plugins",
-    )?;
     let dir = cache::toolchains_dir()?
         .join("python")
         .join(format!("componentize-py-{version}"));
     cache::ensure_installed(&dir, "componentize-py (pip, in a venv)", |dir| {
+        cache::require_program(
+            "python3",
+            "Python 3 (with the venv module) is needed to install componentize-py",
+        )?;
         let venv = dir.join("venv");
         cache::run(
             Command::new("python3").args(["-m", "venv"]).arg(&venv),
@@ -73,7 +73,14 @@ fn toolchain(version: &str) -> anyhow::Result<PathBuf> {
             "pip install componentize-py",
         )
     })?;
-    Ok(dir.join("venv/bin/componentize-py"))
+    let componentize_py = dir.join("venv/bin/componentize-py");
+    if !componentize_py.exists() {
+        bail!(
+            "{} is incomplete; delete it to reinstall componentize-py",
+            dir.display()
+        );
+    }
+    Ok(componentize_py)
 }
 
 /// Build the Python plugin in `dir` (it has an `app.py`) into a component;
@@ -87,17 +94,15 @@ pub fn build_plugin(dir: &Path) -> anyhow::Result<PathBuf> {
         );
     }
     let version = pinned_version(dir)?;
-    let componentize_py = toolchain(&version)?;
     let wit = cache::wit_dir_for(dir)?;
     let contract = cache::contract_digest();
     let world = "reconciler";
     let hash = cache::source_hash(dir, &["python", &version, world, &contract])?;
+    // Up to date: no toolchain needed at all.
     cache::build_if_changed(dir, &cache::plugin_name(dir), &hash, |out| {
-        let mut command = Command::new(&componentize_py);
+        let mut command = Command::new(toolchain(&version)?);
         command
             .current_dir(dir)
-            // Keep __pycache__ out of the plugin's source tree.
-            .env("PYTHONDONTWRITEBYTECODE", "1")
             .arg("--quiet")
             .arg("--wit-path")
             .arg(&wit)
