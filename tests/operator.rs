@@ -189,8 +189,17 @@ async fn a_resync_that_changes_nothing_writes_nothing() {
         })
         .await;
     }
-    // Let the reconciles our own status writes trigger settle.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Let the reconciles our own status writes trigger settle: wait until
+    // the write count holds still for a while (a slow machine needs longer).
+    let mut last = env.writes();
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let now = env.writes();
+        if now == last {
+            break;
+        }
+        last = now;
+    }
     let before = env.writes();
     let skipped_before = env.metrics.binding("widgets").skipped_applies;
     tokio::time::sleep(Duration::from_secs(4)).await;
@@ -391,7 +400,10 @@ async fn swapping_the_plugin_re_reconciles_and_a_bad_swap_keeps_the_old_one() {
         .delete("widgets", &DeleteParams::default())
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    eventually("binding out of service", || async {
+        (env.metrics.active_bindings() == 0).then_some(())
+    })
+    .await;
     env.apply(widget("w3")).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(

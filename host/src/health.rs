@@ -84,6 +84,9 @@ pub fn render_metrics(metrics: &Metrics) -> String {
         ready.clone(),
     );
     ready.set(i64::from(metrics.is_ready()));
+    let active = Gauge::<i64>::default();
+    registry.register("bindings_active", "Bindings in service", active.clone());
+    active.set(i64::try_from(metrics.active_bindings()).unwrap_or(i64::MAX));
     for (binding, c) in metrics.snapshot() {
         let label = BindingLabel {
             binding: binding.clone(),

@@ -151,6 +151,11 @@ fn content_of(cm: &ConfigMap) -> u64 {
 
 impl Manager {
     async fn upsert(&mut self, cm: ConfigMap) {
+        self.upsert_inner(cm).await;
+        self.shared.metrics.set_active_bindings(self.active.len());
+    }
+
+    async fn upsert_inner(&mut self, cm: ConfigMap) {
         let name = cm.name_any();
         let content = content_of(&cm);
         if self.active.get(&name).is_some_and(|a| a.content == content)
@@ -294,6 +299,11 @@ impl Manager {
     }
 
     async fn remove(&mut self, cm_name: &str) {
+        self.remove_inner(cm_name).await;
+        self.shared.metrics.set_active_bindings(self.active.len());
+    }
+
+    async fn remove_inner(&mut self, cm_name: &str) {
         self.refused.remove(cm_name);
         if let Some(active) = self.active.remove(cm_name) {
             tracing::info!(configmap = cm_name, binding = %active.spec.name, "binding deleted; its parents are no longer reconciled (nothing is deleted)");

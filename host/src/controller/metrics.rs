@@ -33,6 +33,7 @@ pub struct BindingCounters {
 pub struct Metrics {
     bindings: Mutex<BTreeMap<String, BindingCounters>>,
     ready: std::sync::atomic::AtomicBool,
+    active_bindings: std::sync::atomic::AtomicUsize,
 }
 
 impl Metrics {
@@ -40,6 +41,18 @@ impl Metrics {
     pub fn set_ready(&self, ready: bool) {
         self.ready
             .store(ready, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Record how many bindings are in service.
+    pub fn set_active_bindings(&self, count: usize) {
+        self.active_bindings
+            .store(count, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many bindings are in service.
+    pub fn active_bindings(&self) -> usize {
+        self.active_bindings
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether the operator has processed its initial bindings.
