@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
@@ -75,11 +76,12 @@ pub async fn apply_children(
         let print = fingerprint(&object);
         let api = kind.info.api(&ctx.client, child.namespace.as_deref());
 
-        let cached = kind
-            .store
-            .state()
-            .into_iter()
-            .find(|o| o.name_any() == child.name && o.namespace() == child.namespace);
+        let reference = ObjectRef::new_with(&child.name, kind.info.resource.clone());
+        let reference = match &child.namespace {
+            Some(ns) => reference.within(ns),
+            None => reference,
+        };
+        let cached = kind.store.get(&reference);
         match &cached {
             Some(live) => {
                 if !is_our_child(live, &ctx.name, &uid) {
