@@ -731,3 +731,22 @@ async fn a_binding_for_a_kind_not_served_is_refused_until_it_is() {
     .await;
     env.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requeue_after_from_the_plugin_is_honoured_without_writes() {
+    let env = widget_env("requeue", &["v1 ConfigMap"], 300).await;
+    env.apply(widget("w")).await;
+    let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
+    eventually("w-fine", || async { get_json(&maps, "w-fine").await }).await;
+    let start = env.metrics.binding("widgets").reconciles;
+    eventually("requeued reconciles (resync is 300 s)", || async {
+        (env.metrics.binding("widgets").reconciles >= start + 4).then_some(())
+    })
+    .await;
+    let skipped = env.metrics.binding("widgets").skipped_applies;
+    assert!(
+        skipped >= 3,
+        "requeued reconciles rewrote the child: {skipped} skipped"
+    );
+    env.stop().await;
+}

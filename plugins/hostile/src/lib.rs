@@ -146,6 +146,11 @@ mod component {
                         "data": {"related": names(&request.related), "observed": names(&request.observed), "trigger": trigger}});
                     Ok(response(vec![child.to_string()]))
                 }
+                "requeue" => {
+                    let mut r = response(vec![config_map(&format!("{parent}-fine"))]);
+                    r.requeue_after_ms = Some(300);
+                    Ok(r)
+                }
                 "error" => Err(PluginError {
                     message: "the hostile plugin refuses".into(),
                     reason: "Refused".into(),
