@@ -44,7 +44,7 @@ mod reconcile;
 pub mod guest;
 
 pub use log::{LogLevel, debug, error, info, trace, warn};
-pub use policy::{AdmissionRequest, Mutation, Policy, Verdict};
+pub use policy::{AdmissionRequest, Mutation, Policy, Verdict, pod_spec_path};
 pub use reconcile::{
     Condition, ConditionStatus, Event, EventType, ObjectRef, PluginError, Reconciler, Request,
     Response, Trigger,

@@ -41,6 +41,26 @@ impl AdmissionRequest {
             .unwrap_or("")
     }
 
+    /// The API group and kind of the object under admission: from the
+    /// object's `apiVersion` and `kind`, or from `request.kind` when the
+    /// object does not say.
+    pub fn group_kind(&self) -> Option<(String, String)> {
+        if let Some(object) = self.object()
+            && let (Some(api_version), Some(kind)) = (
+                object.get("apiVersion").and_then(Value::as_str),
+                object.get("kind").and_then(Value::as_str),
+            )
+        {
+            let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+            return Some((group.to_string(), kind.to_string()));
+        }
+        let kind = self.request.get("kind")?;
+        Some((
+            kind.get("group")?.as_str()?.to_string(),
+            kind.get("kind")?.as_str()?.to_string(),
+        ))
+    }
+
     /// The settings deserialized; `null` reads as `{}`.
     pub fn settings_as<T: DeserializeOwned>(&self) -> Result<T, String> {
         let settings = match &self.settings {
@@ -48,6 +68,21 @@ impl AdmissionRequest {
             other => other.clone(),
         };
         serde_json::from_value(settings).map_err(|e| format!("invalid settings: {e}"))
+    }
+}
+
+/// Where objects of `group`/`kind` keep their pod spec, as JSON pointer
+/// tokens: `spec` for Pods, `spec.template.spec` for workloads and Jobs,
+/// `spec.jobTemplate.spec.template.spec` for CronJobs; `None` for kinds
+/// without one.
+pub fn pod_spec_path(group: &str, kind: &str) -> Option<&'static [&'static str]> {
+    match (group, kind) {
+        ("", "Pod") => Some(&["spec"]),
+        ("", "ReplicationController")
+        | ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet")
+        | ("batch", "Job") => Some(&["spec", "template", "spec"]),
+        ("batch", "CronJob") => Some(&["spec", "jobTemplate", "spec", "template", "spec"]),
+        _ => None,
     }
 }
 
@@ -105,5 +140,52 @@ impl Verdict {
             mutation: Some(Mutation::MutatedObject(object)),
             ..Self::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn group_kind_comes_from_the_object_or_the_request() {
+        let from_object = AdmissionRequest {
+            request: json!({"kind": {"group": "x", "kind": "Y"}, "object": {"apiVersion": "apps/v1", "kind": "Deployment"}}),
+            settings: Value::Null,
+        };
+        assert_eq!(
+            from_object.group_kind(),
+            Some(("apps".into(), "Deployment".into()))
+        );
+        let core = AdmissionRequest {
+            request: json!({"object": {"apiVersion": "v1", "kind": "Pod"}}),
+            settings: Value::Null,
+        };
+        assert_eq!(core.group_kind(), Some(("".into(), "Pod".into())));
+        let from_request = AdmissionRequest {
+            request: json!({"kind": {"group": "batch", "kind": "Job"}, "object": {}}),
+            settings: Value::Null,
+        };
+        assert_eq!(
+            from_request.group_kind(),
+            Some(("batch".into(), "Job".into()))
+        );
+        assert_eq!(
+            AdmissionRequest {
+                request: json!({}),
+                settings: Value::Null
+            }
+            .group_kind(),
+            None
+        );
+    }
+
+    #[test]
+    fn pod_spec_paths_of_workloads() {
+        assert_eq!(pod_spec_path("", "Pod"), Some(&["spec"][..]));
+        assert_eq!(pod_spec_path("batch", "CronJob").map(|p| p.len()), Some(5));
+        assert_eq!(pod_spec_path("apps", "Pod"), None);
     }
 }

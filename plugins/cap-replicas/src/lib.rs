@@ -43,23 +43,6 @@ impl Settings {
     }
 }
 
-/// The API group and kind of the object under admission: from the object
-/// itself, or from the request when the object does not say.
-fn group_kind(request: &AdmissionRequest, object: &Value) -> Option<(String, String)> {
-    if let (Some(api_version), Some(kind)) = (
-        object.get("apiVersion").and_then(Value::as_str),
-        object.get("kind").and_then(Value::as_str),
-    ) {
-        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-        return Some((group.to_string(), kind.to_string()));
-    }
-    let kind = request.request.get("kind")?;
-    Some((
-        kind.get("group")?.as_str()?.to_string(),
-        kind.get("kind")?.as_str()?.to_string(),
-    ))
-}
-
 /// The replica count the API server assumes when `spec.replicas` is absent,
 /// for the kinds this policy caps.
 pub fn default_replicas(group: &str, kind: &str) -> Option<i64> {
@@ -84,7 +67,7 @@ impl Policy for CapReplicas {
         let Some(object) = request.object() else {
             return Verdict::allow();
         };
-        let Some((group, kind)) = group_kind(&request, object) else {
+        let Some((group, kind)) = request.group_kind() else {
             return Verdict::allow();
         };
         let Some(default) = default_replicas(&group, &kind) else {

@@ -117,36 +117,10 @@ pub fn escape_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
-/// The API group and kind of the object under admission: from the object
-/// itself, or from the request when the object does not say.
-fn group_kind(request: &AdmissionRequest, object: &Value) -> Option<(String, String)> {
-    if let (Some(api_version), Some(kind)) = (
-        object.get("apiVersion").and_then(Value::as_str),
-        object.get("kind").and_then(Value::as_str),
-    ) {
-        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-        return Some((group.to_string(), kind.to_string()));
-    }
-    let kind = request.request.get("kind")?;
-    Some((
-        kind.get("group")?.as_str()?.to_string(),
-        kind.get("kind")?.as_str()?.to_string(),
-    ))
-}
-
-/// Where objects of this group and kind keep their pod spec (as JSON pointer
-/// tokens), and whether it may change on UPDATE.
-fn pod_spec_location(group: &str, kind: &str) -> Option<(&'static [&'static str], bool)> {
-    match (group, kind) {
-        ("", "Pod") => Some((&["spec"], false)),
-        ("batch", "Job") => Some((&["spec", "template", "spec"], false)),
-        ("", "ReplicationController")
-        | ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet") => {
-            Some((&["spec", "template", "spec"], true))
-        }
-        ("batch", "CronJob") => Some((&["spec", "jobTemplate", "spec", "template", "spec"], true)),
-        _ => None,
-    }
+/// Whether the pod spec of `group`/`kind` may change on UPDATE (it may
+/// not for Pods and Jobs).
+fn pod_spec_mutable(group: &str, kind: &str) -> bool {
+    !matches!((group, kind), ("", "Pod") | ("batch", "Job"))
 }
 
 /// The JSON pointer made of `tokens`.
@@ -264,13 +238,13 @@ impl Policy for DefaultResources {
         let Some(object) = request.object() else {
             return Verdict::allow();
         };
-        let Some((group, kind)) = group_kind(&request, object) else {
+        let Some((group, kind)) = request.group_kind() else {
             return Verdict::allow();
         };
-        let Some((spec_path, mutable)) = pod_spec_location(&group, &kind) else {
+        let Some(spec_path) = gantry_sdk::pod_spec_path(&group, &kind) else {
             return Verdict::allow();
         };
-        if operation == "UPDATE" && !mutable {
+        if operation == "UPDATE" && !pod_spec_mutable(&group, &kind) {
             return Verdict::allow();
         }
         let Some(spec) = object.pointer(&pointer(spec_path.iter().copied())) else {

@@ -79,35 +79,6 @@ fn path_components(path: &str) -> Option<Vec<&str>> {
     Some(components)
 }
 
-/// The API group and kind of the object under admission: from the object
-/// itself, or from the request when the object does not say.
-fn group_kind(request: &AdmissionRequest, object: &Value) -> Option<(String, String)> {
-    if let (Some(api_version), Some(kind)) = (
-        object.get("apiVersion").and_then(Value::as_str),
-        object.get("kind").and_then(Value::as_str),
-    ) {
-        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
-        return Some((group.to_string(), kind.to_string()));
-    }
-    let kind = request.request.get("kind")?;
-    Some((
-        kind.get("group")?.as_str()?.to_string(),
-        kind.get("kind")?.as_str()?.to_string(),
-    ))
-}
-
-/// Where objects of this group and kind keep their pod spec (JSON pointer).
-pub fn pod_spec_pointer(group: &str, kind: &str) -> Option<&'static str> {
-    match (group, kind) {
-        ("", "Pod") => Some("/spec"),
-        ("", "ReplicationController")
-        | ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet")
-        | ("batch", "Job") => Some("/spec/template/spec"),
-        ("batch", "CronJob") => Some("/spec/jobTemplate/spec/template/spec"),
-        _ => None,
-    }
-}
-
 /// Everything in `spec` this policy forbids, in a readable form.
 pub fn offences(spec: &PodSpec, settings: &Settings) -> Vec<String> {
     let mut found = Vec::new();
@@ -166,13 +137,14 @@ impl Policy for DisallowPrivileged {
         let Some(object) = request.object() else {
             return Verdict::allow();
         };
-        let Some((group, kind)) = group_kind(&request, object) else {
+        let Some((group, kind)) = request.group_kind() else {
             return Verdict::allow();
         };
-        let Some(pointer) = pod_spec_pointer(&group, &kind) else {
+        let Some(path) = gantry_sdk::pod_spec_path(&group, &kind) else {
             return Verdict::allow();
         };
-        let spec = match object.pointer(pointer) {
+        let pointer = format!("/{}", path.join("/"));
+        let spec = match object.pointer(&pointer) {
             None | Some(Value::Null) => return Verdict::allow(),
             Some(spec) => spec,
         };
