@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::Args;
 
 use super::exit;
+use crate::controller::leader::{LeaderElector, LeaseConfig};
 use crate::controller::{Metrics, OperatorOptions, run_operator};
 use crate::runtime::{Runtime, RuntimeSettings, user_cache_dir};
 
@@ -28,6 +29,19 @@ pub struct OperatorArgs {
     /// 0.0.0.0:8080 for `run`, a free loopback port for `dev`).
     #[arg(long)]
     health_addr: Option<String>,
+    /// Reconcile only while holding a Lease, so that of several replicas
+    /// one reconciles and another takes over when it stops.
+    #[arg(long)]
+    leader_elect: bool,
+    /// Name of the Lease (in the bindings namespace).
+    #[arg(long, default_value = "gantry-leader")]
+    lease_name: String,
+    /// Seconds a Lease holds without renewal.
+    #[arg(long, default_value_t = 15)]
+    lease_duration_secs: u64,
+    /// Seconds between renewals and between attempts to acquire.
+    #[arg(long, default_value_t = 2)]
+    lease_retry_secs: u64,
 }
 
 impl OperatorArgs {
@@ -199,9 +213,48 @@ async fn operate(
         println!("gantry: health and metrics at http://{bound}/metrics");
         Some(task)
     };
-    let result = run_operator(client, runtime, args.options(), metrics, shutdown_signal()).await;
+    let elector = args.leader_elect.then(|| {
+        let identity =
+            std::env::var("HOSTNAME").unwrap_or_else(|_| format!("gantry-{}", std::process::id()));
+        LeaderElector::new(
+            client.clone(),
+            LeaseConfig {
+                namespace: args.namespace.clone(),
+                name: args.lease_name.clone(),
+                identity,
+                lease_duration: Duration::from_secs(args.lease_duration_secs),
+                retry_period: Duration::from_secs(args.lease_retry_secs.max(1)),
+            },
+        )
+    });
+    if let Some(elector) = &elector {
+        tracing::info!(lease = %args.lease_name, identity = %elector.config().identity, "waiting to become the leader");
+        tokio::select! {
+            () = elector.acquire() => tracing::info!("became the leader"),
+            () = shutdown_signal() => return Ok(()),
+        }
+    }
+    let lost = std::sync::atomic::AtomicBool::new(false);
+    let stop = async {
+        match &elector {
+            Some(elector) => tokio::select! {
+                () = shutdown_signal() => {}
+                () = elector.hold() => lost.store(true, std::sync::atomic::Ordering::Relaxed),
+            },
+            None => shutdown_signal().await,
+        }
+    };
+    let result = run_operator(client, runtime, args.options(), metrics, stop).await;
     if let Some(task) = health {
         task.abort();
+    }
+    if lost.load(std::sync::atomic::Ordering::Relaxed) {
+        anyhow::bail!("lost the leader Lease; exiting so that a new replica takes over");
+    }
+    if let Some(elector) = &elector
+        && let Err(e) = elector.release().await
+    {
+        tracing::warn!(error = %e, "could not release the leader Lease");
     }
     result
 }

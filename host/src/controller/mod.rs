@@ -15,6 +15,7 @@ pub mod context;
 pub mod finalizer;
 pub mod guardrails;
 pub mod intent;
+pub mod leader;
 pub mod metrics;
 pub mod reconcile;
 pub mod status;

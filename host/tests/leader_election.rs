@@ -1,0 +1,132 @@
+//! Two `gantry run --leader-elect` processes on one cluster: only the
+//! leader reconciles; when it is killed, the other takes over and every
+//! parent converges.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gantry_apiserver::{ApiServer, Config};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use serde_json::json;
+
+const NAMESPACE: &str = "gantry-system";
+
+fn operator(kubeconfig: &std::path::Path, identity: &str, log: &std::path::Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_gantry"))
+        .args(["run", "--kubeconfig"])
+        .arg(kubeconfig)
+        .args([
+            "--namespace",
+            NAMESPACE,
+            "--leader-elect",
+            "--lease-duration-secs",
+            "2",
+            "--lease-retry-secs",
+            "1",
+        ])
+        .args(["--health-addr", "off"])
+        .env("HOSTNAME", identity)
+        .env("RUST_LOG", "info")
+        .env("GANTRY_CACHE_DIR", log.parent().unwrap())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("start gantry run")
+}
+
+async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn holder(leases: &Api<Lease>) -> Option<String> {
+    leases
+        .get_opt("gantry-leader")
+        .await
+        .ok()??
+        .spec?
+        .holder_identity
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_reconciles_and_the_other_takes_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ApiServer::start(Config::default()).await.unwrap();
+    let client = server.client();
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    gantry::dev::install_example(&client, "memcached", NAMESPACE)
+        .await
+        .unwrap();
+
+    let logs = [dir.path().join("a.log"), dir.path().join("b.log")];
+    let mut children = [
+        operator(&kubeconfig, "a", &logs[0]),
+        operator(&kubeconfig, "b", &logs[1]),
+    ];
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
+    let leader = wait_for("a leader", async || holder(&leases).await).await;
+
+    let memcached = |name: &str| {
+        json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+        "metadata": {"name": name, "namespace": "default"}, "spec": {"size": 1}})
+    };
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    gantry::dev::apply_object(&client, &memcached("first"))
+        .await
+        .unwrap();
+    wait_for("the leader reconciles", async || {
+        deployments.get_opt("first").await.unwrap()
+    })
+    .await;
+    let became = |log: &std::path::Path| {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .contains("became the leader")
+    };
+    assert_eq!(
+        logs.iter().filter(|l| became(l)).count(),
+        1,
+        "exactly one replica leads"
+    );
+
+    // Kill the leader outright: no release; the other waits out the lease.
+    let index = if leader == "a" { 0 } else { 1 };
+    children[index].kill().unwrap();
+    children[index].wait().unwrap();
+    gantry::dev::apply_object(&client, &memcached("second"))
+        .await
+        .unwrap();
+    wait_for("the follower takes over", async || {
+        holder(&leases).await.filter(|h| *h != leader)
+    })
+    .await;
+    wait_for("parents converge under the new leader", async || {
+        deployments.get_opt("second").await.unwrap()
+    })
+    .await;
+    assert!(became(&logs[1 - index]));
+
+    // SIGTERM: the new leader releases the lease and exits 0.
+    let survivor = &mut children[1 - index];
+    let pid = survivor.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = survivor.wait().unwrap();
+    assert!(status.success(), "graceful exit: {status:?}");
+    assert_eq!(holder(&leases).await, None, "the lease was released");
+    server.shutdown().await;
+}
