@@ -130,3 +130,110 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
     assert_eq!(holder(&leases).await, None, "the lease was released");
     server.shutdown().await;
 }
+
+/// Two shards, each its own leader: together they reconcile every parent,
+/// and no parent is reconciled by both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_shards_split_the_parents() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ApiServer::start(Config::default()).await.unwrap();
+    let client = server.client();
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    gantry::dev::install_example(&client, "memcached", NAMESPACE)
+        .await
+        .unwrap();
+    let logs = [dir.path().join("0.log"), dir.path().join("1.log")];
+    let mut children: Vec<Child> = (0..2)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_gantry"))
+                .args(["run", "--kubeconfig"])
+                .arg(&kubeconfig)
+                .args([
+                    "--namespace",
+                    NAMESPACE,
+                    "--leader-elect",
+                    "--lease-duration-secs",
+                    "2",
+                    "--lease-retry-secs",
+                    "1",
+                ])
+                .args([
+                    "--shard-count",
+                    "2",
+                    "--shard-index",
+                    &i.to_string(),
+                    "--health-addr",
+                    "off",
+                ])
+                .env("HOSTNAME", format!("shard-{i}"))
+                .env("RUST_LOG", "gantry::controller=debug")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&logs[i]).unwrap())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let names: Vec<String> = (0..12).map(|n| format!("mc-{n}")).collect();
+    for name in &names {
+        let object = json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+            "metadata": {"name": name, "namespace": "default"}, "spec": {"size": 1}});
+        gantry::dev::apply_object(&client, &object).await.unwrap();
+    }
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    for name in &names {
+        wait_for("every parent converges", async || {
+            deployments.get_opt(name).await.unwrap()
+        })
+        .await;
+    }
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
+    for i in 0..2 {
+        let lease = leases
+            .get(&format!("gantry-leader-shard-{i}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            lease.spec.unwrap().holder_identity,
+            Some(format!("shard-{i}"))
+        );
+    }
+    for child in &mut children {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    // Which parents each replica reconciled, from its logs.
+    let reconciled = |log: &std::path::Path| -> std::collections::BTreeSet<String> {
+        std::fs::read_to_string(log)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("children reconciled"))
+            .filter_map(|l| l.split("parent=default/").nth(1))
+            .filter_map(|rest| rest.split_whitespace().next())
+            .map(|name| {
+                name.trim_end_matches(|c: char| !c.is_alphanumeric())
+                    .to_string()
+            })
+            .collect()
+    };
+    let (zero, one) = (reconciled(&logs[0]), reconciled(&logs[1]));
+    if zero.is_empty() && one.is_empty() {
+        panic!("no reconciles in the logs:\n{}", std::fs::read_to_string(&logs[0]).unwrap().lines().take(30).collect::<Vec<_>>().join("\n"));
+    }
+    assert!(
+        zero.is_disjoint(&one),
+        "reconciled by both: {:?}",
+        zero.intersection(&one).collect::<Vec<_>>()
+    );
+    let all: std::collections::BTreeSet<String> = zero.union(&one).cloned().collect();
+    assert_eq!(
+        all,
+        names.iter().cloned().collect(),
+        "shard 0: {zero:?}, shard 1: {one:?}"
+    );
+    assert!(
+        !zero.is_empty() && !one.is_empty(),
+        "both shards work: {zero:?} / {one:?}"
+    );
+    server.shutdown().await;
+}

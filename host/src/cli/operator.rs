@@ -10,6 +10,7 @@ use clap::Args;
 
 use super::exit;
 use crate::controller::leader::{LeaderElector, LeaseConfig};
+use crate::controller::shard::Shard;
 use crate::controller::{Metrics, OperatorOptions, run_operator};
 use crate::runtime::{Runtime, RuntimeSettings, user_cache_dir};
 
@@ -29,6 +30,13 @@ pub struct OperatorArgs {
     /// 0.0.0.0:8080 for `run`, a free loopback port for `dev`).
     #[arg(long)]
     health_addr: Option<String>,
+    /// This replica's shard, `0..shard-count`.
+    #[arg(long, default_value_t = 0)]
+    shard_index: u32,
+    /// Split the parents over this many replicas by a stable hash of
+    /// namespace/name; each shard has its own Lease.
+    #[arg(long, default_value_t = 1)]
+    shard_count: u32,
     /// Reconcile only while holding a Lease, so that of several replicas
     /// one reconciles and another takes over when it stops.
     #[arg(long)]
@@ -46,7 +54,9 @@ pub struct OperatorArgs {
 
 impl OperatorArgs {
     fn options(&self) -> OperatorOptions {
+        let shard = Shard::new(self.shard_index, self.shard_count).unwrap_or_default();
         OperatorOptions {
+            shard,
             namespace: self.namespace.clone(),
             concurrency: self.concurrency,
             reconcile_timeout: Duration::from_secs(self.reconcile_timeout_secs),
@@ -200,6 +210,7 @@ async fn operate(
     args: &OperatorArgs,
     default_health: &str,
 ) -> anyhow::Result<()> {
+    Shard::new(args.shard_index, args.shard_count).map_err(anyhow::Error::msg)?;
     let runtime = plugin_runtime()?;
     let metrics = Arc::new(Metrics::default());
     let health_addr = args.health_addr.as_deref().unwrap_or(default_health);
@@ -220,7 +231,11 @@ async fn operate(
             client.clone(),
             LeaseConfig {
                 namespace: args.namespace.clone(),
-                name: args.lease_name.clone(),
+                name: if args.shard_count > 1 {
+                    format!("{}-shard-{}", args.lease_name, args.shard_index)
+                } else {
+                    args.lease_name.clone()
+                },
                 identity,
                 lease_duration: Duration::from_secs(args.lease_duration_secs),
                 retry_period: Duration::from_secs(args.lease_retry_secs.max(1)),

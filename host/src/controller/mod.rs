@@ -18,6 +18,7 @@ pub mod intent;
 pub mod leader;
 pub mod metrics;
 pub mod reconcile;
+pub mod shard;
 pub mod status;
 
 use std::sync::Arc;
@@ -46,6 +47,8 @@ pub struct OperatorOptions {
     pub backoff_max: Duration,
     /// Name reported on Events.
     pub reporter: String,
+    /// The parents this replica reconciles.
+    pub shard: shard::Shard,
 }
 
 impl Default for OperatorOptions {
@@ -57,6 +60,7 @@ impl Default for OperatorOptions {
             backoff_base: Duration::from_millis(500),
             backoff_max: Duration::from_secs(300),
             reporter: "gantry".into(),
+            shard: shard::Shard::default(),
         }
     }
 }

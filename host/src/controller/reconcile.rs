@@ -20,6 +20,9 @@ pub async fn reconcile(
     parent: Arc<DynamicObject>,
     ctx: Arc<BindingContext>,
 ) -> Result<Action, ReconcileError> {
+    if !ctx.shared.options.shard.owns(&object_key(&parent)) {
+        return Ok(Action::await_change());
+    }
     let timeout = ctx.shared.options.reconcile_timeout;
     let _permit = ctx
         .shared
