@@ -98,8 +98,24 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
         "exactly one replica leads"
     );
 
-    // Kill the leader outright: no release; the other waits out the lease.
+    // The follower is warm: its binding is loaded, yet it leads nothing.
     let index = if leader == "a" { 0 } else { 1 };
+    let follower = &logs[1 - index];
+    wait_for("the follower loads its binding", async || {
+        std::fs::read_to_string(follower)
+            .unwrap_or_default()
+            .contains("plugin in service")
+            .then_some(())
+    })
+    .await;
+    assert!(
+        std::fs::read_to_string(follower)
+            .unwrap()
+            .contains("standing by")
+    );
+    assert!(!became(follower));
+
+    // Kill the leader outright: no release; the other waits out the lease.
     children[index].kill().unwrap();
     children[index].wait().unwrap();
     gantry::dev::apply_object(&client, &memcached("second"))
@@ -218,7 +234,15 @@ async fn two_shards_split_the_parents() {
     };
     let (zero, one) = (reconciled(&logs[0]), reconciled(&logs[1]));
     if zero.is_empty() && one.is_empty() {
-        panic!("no reconciles in the logs:\n{}", std::fs::read_to_string(&logs[0]).unwrap().lines().take(30).collect::<Vec<_>>().join("\n"));
+        panic!(
+            "no reconciles in the logs:\n{}",
+            std::fs::read_to_string(&logs[0])
+                .unwrap()
+                .lines()
+                .take(30)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
     }
     assert!(
         zero.is_disjoint(&one),

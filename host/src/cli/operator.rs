@@ -242,24 +242,30 @@ async fn operate(
             },
         )
     });
-    if let Some(elector) = &elector {
-        tracing::info!(lease = %args.lease_name, identity = %elector.config().identity, "waiting to become the leader");
-        tokio::select! {
-            () = elector.acquire() => tracing::info!("became the leader"),
-            () = shutdown_signal() => return Ok(()),
-        }
-    }
+    // A follower loads its bindings and warms its caches at once; it
+    // reconciles from the moment the Lease is its own.
+    let (leading_tx, leading_rx) = tokio::sync::watch::channel(false);
+    let mut options = args.options();
+    options.leading = elector.as_ref().map(|_| leading_rx);
     let lost = std::sync::atomic::AtomicBool::new(false);
     let stop = async {
         match &elector {
-            Some(elector) => tokio::select! {
-                () = shutdown_signal() => {}
-                () = elector.hold() => lost.store(true, std::sync::atomic::Ordering::Relaxed),
-            },
+            Some(elector) => {
+                tracing::info!(lease = %elector.config().name, identity = %elector.config().identity, "standing by until this replica holds the Lease");
+                tokio::select! {
+                    () = shutdown_signal() => {}
+                    () = async {
+                        elector.acquire().await;
+                        tracing::info!("became the leader");
+                        let _ = leading_tx.send(true);
+                        elector.hold().await;
+                    } => lost.store(true, std::sync::atomic::Ordering::Relaxed),
+                }
+            }
             None => shutdown_signal().await,
         }
     };
-    let result = run_operator(client, runtime, args.options(), metrics, stop).await;
+    let result = run_operator(client, runtime, options, metrics, stop).await;
     if let Some(task) = health {
         task.abort();
     }

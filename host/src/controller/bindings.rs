@@ -67,10 +67,17 @@ pub async fn run_operator(
         .boxed();
     let mut initial: Vec<ConfigMap> = Vec::new();
     let mut retry = tokio::time::interval(RETRY_EVERY);
+    let mut leading = manager.shared.options.leading.clone();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
+            Ok(()) = async { match &mut leading { Some(rx) => rx.changed().await, None => std::future::pending().await } } => {
+                if manager.shared.leading() {
+                    tracing::info!("leading: reconciling every parent");
+                    manager.reconcile_all();
+                }
+            }
             _ = retry.tick() => manager.retry_refused().await,
             event = events.next() => match event {
                 Some(Ok(watcher::Event::Init)) => initial.clear(),
@@ -200,6 +207,13 @@ impl Manager {
                     },
                 );
             }
+        }
+    }
+
+    /// Reconcile every parent of every binding (e.g. on becoming leader).
+    fn reconcile_all(&self) {
+        for active in self.active.values() {
+            let _ = active.reconcile_all.send(());
         }
     }
 
@@ -514,18 +528,22 @@ impl Manager {
     }
 }
 
-/// Stop a controller: no new reconciles; in-flight ones may finish.
+/// Stop a controller: no new reconciles; in-flight ones may finish (up to
+/// [`STOP_GRACE`]). Requeues scheduled for later are dropped.
 async fn stop(mut active: Active) {
     if let Some(stop) = active.stop.take() {
         let _ = stop.send(());
     }
     let _ = active.created;
-    if tokio::time::timeout(STOP_GRACE, &mut active.task)
-        .await
-        .is_err()
+    let deadline = tokio::time::Instant::now() + STOP_GRACE;
+    while !active.task.is_finished()
+        && active.ctx.in_flight() > 0
+        && tokio::time::Instant::now() < deadline
     {
-        active.task.abort();
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    active.task.abort();
+    let _ = (&mut active.task).await;
 }
 
 /// A child event → its controller parent (and note why).

@@ -146,6 +146,16 @@ pub struct BindingContext {
     /// Operator-wide state.
     pub shared: Arc<Shared>,
     state: Mutex<HashMap<String, ParentState>>,
+    in_flight: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a reconcile as in flight while alive.
+pub struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// `namespace/name` (or `name`) of an object.
@@ -187,7 +197,20 @@ impl BindingContext {
             recorder,
             shared,
             state: Mutex::new(HashMap::new()),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// Mark a reconcile in flight until the guard drops.
+    pub fn start_reconcile(&self) -> InFlight<'_> {
+        self.in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        InFlight(&self.in_flight)
+    }
+
+    /// Reconciles running now.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The plugin and spec in service now; a reconcile keeps the version it
@@ -300,22 +323,31 @@ impl BindingContext {
         out
     }
 
-    /// Wait until every cache has its first full list.
+    /// Wait until every cache has its first full list. Readiness is polled
+    /// afresh every 20 ms rather than awaited: a waiter parked on a store
+    /// before its first list was seen to miss the wake-up and sit out the
+    /// whole timeout (kube-runtime 5).
     pub async fn caches_ready(&self, timeout: Duration) -> bool {
-        let stores = self
+        use futures::FutureExt;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let stores: Vec<&Store<DynamicObject>> = self
             .children
             .iter()
             .map(|c| &c.store)
-            .chain(self.related.iter().map(|r| &r.store));
-        for store in stores {
-            if tokio::time::timeout(timeout, store.wait_until_ready())
-                .await
-                .is_err()
+            .chain(self.related.iter().map(|r| &r.store))
+            .collect();
+        loop {
+            if stores
+                .iter()
+                .all(|s| s.wait_until_ready().now_or_never().is_some())
             {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
                 return false;
             }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        true
     }
 
     /// The trigger describing `obj` as a child or related object.

@@ -49,6 +49,11 @@ pub struct OperatorOptions {
     pub reporter: String,
     /// The parents this replica reconciles.
     pub shard: shard::Shard,
+    /// With leader election: whether this replica leads now. A follower
+    /// keeps its bindings loaded and its caches warm but reconciles
+    /// nothing; on becoming leader it reconciles every parent. `None`:
+    /// always leading.
+    pub leading: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl Default for OperatorOptions {
@@ -61,6 +66,7 @@ impl Default for OperatorOptions {
             backoff_max: Duration::from_secs(300),
             reporter: "gantry".into(),
             shard: shard::Shard::default(),
+            leading: None,
         }
     }
 }
@@ -76,6 +82,11 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Whether this replica may reconcile now.
+    pub fn leading(&self) -> bool {
+        self.options.leading.as_ref().is_none_or(|rx| *rx.borrow())
+    }
+
     /// Shared state for `options`.
     pub fn new(options: OperatorOptions, metrics: Arc<Metrics>) -> Self {
         let reconciles = Semaphore::new(options.concurrency.max(1));

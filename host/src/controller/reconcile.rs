@@ -20,9 +20,10 @@ pub async fn reconcile(
     parent: Arc<DynamicObject>,
     ctx: Arc<BindingContext>,
 ) -> Result<Action, ReconcileError> {
-    if !ctx.shared.options.shard.owns(&object_key(&parent)) {
+    if !ctx.shared.leading() || !ctx.shared.options.shard.owns(&object_key(&parent)) {
         return Ok(Action::await_change());
     }
+    let _in_flight = ctx.start_reconcile();
     let timeout = ctx.shared.options.reconcile_timeout;
     let _permit = ctx
         .shared
