@@ -34,20 +34,25 @@ fn write(dir: &Path, name: &str, content: &str) -> String {
     path.display().to_string()
 }
 
+/// `gantry plugin <command>` with the memcached plugin on its example
+/// parent, then `extra` flags.
+fn memcached(command: &str, extra: &[&str], cache: &Path) -> Output {
+    let component = plugin("memcached");
+    let base = [
+        "plugin",
+        command,
+        "--plugin",
+        component.to_str().unwrap(),
+        "--parent",
+        "plugins/memcached/example.yaml",
+    ];
+    gantry(&[&base[..], extra].concat(), cache)
+}
+
 #[test]
 fn plugin_run_prints_children_then_the_outcome_as_yaml() {
     let cache = tempfile::tempdir().unwrap();
-    let out = gantry(
-        &[
-            "plugin",
-            "run",
-            "--plugin",
-            plugin("memcached").to_str().unwrap(),
-            "--parent",
-            "plugins/memcached/example.yaml",
-        ],
-        cache.path(),
-    );
+    let out = memcached("run", &[], cache.path());
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     let stdout = text(&out.stdout);
     let documents: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&stdout)
@@ -208,20 +213,9 @@ fn bad_plugins_and_bad_inputs_are_reported_clearly() {
 #[test]
 fn plugin_bench_reports_wasm_and_native_side_by_side() {
     let cache = tempfile::tempdir().unwrap();
-    let out = gantry(
-        &[
-            "plugin",
-            "bench",
-            "--plugin",
-            plugin("memcached").to_str().unwrap(),
-            "--parent",
-            "plugins/memcached/example.yaml",
-            "--calls",
-            "20",
-            "--warmup",
-            "2",
-            "--json",
-        ],
+    let out = memcached(
+        "bench",
+        &["--calls", "20", "--warmup", "2", "--json"],
         cache.path(),
     );
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
@@ -239,16 +233,7 @@ fn plugin_bench_reports_wasm_and_native_side_by_side() {
 #[test]
 fn plugin_run_reuses_the_compiled_cache() {
     let cache = tempfile::tempdir().unwrap();
-    let memcached = plugin("memcached");
-    let args = [
-        "plugin",
-        "run",
-        "--plugin",
-        memcached.to_str().unwrap(),
-        "--parent",
-        "plugins/memcached/example.yaml",
-    ];
-    assert!(gantry(&args, cache.path()).status.success());
+    assert!(memcached("run", &[], cache.path()).status.success());
     let entries: Vec<PathBuf> = std::fs::read_dir(cache.path())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -256,7 +241,7 @@ fn plugin_run_reuses_the_compiled_cache() {
     assert_eq!(entries.len(), 1, "one compiled component cached");
     let written = std::fs::metadata(&entries[0]).unwrap().modified().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
-    let second = gantry(&args, cache.path());
+    let second = memcached("run", &[], cache.path());
     assert!(second.status.success());
     // Compiling again would have replaced the file (write, then rename).
     assert_eq!(

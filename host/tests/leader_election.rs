@@ -2,10 +2,11 @@
 //! leader reconciles; when it is killed, the other takes over and every
 //! parent converges.
 
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use gantry_apiserver::{ApiServer, Config};
+use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
@@ -13,7 +14,15 @@ use serde_json::json;
 
 const NAMESPACE: &str = "gantry-system";
 
-fn operator(kubeconfig: &std::path::Path, identity: &str, log: &std::path::Path) -> Child {
+/// Start `gantry run --leader-elect` as `identity`, logging to `log`, with
+/// `extra` flags.
+fn operator(
+    kubeconfig: &Path,
+    identity: &str,
+    log: &Path,
+    extra: &[&str],
+    rust_log: &str,
+) -> Child {
     Command::new(env!("CARGO_BIN_EXE_gantry"))
         .args(["run", "--kubeconfig"])
         .arg(kubeconfig)
@@ -23,17 +32,28 @@ fn operator(kubeconfig: &std::path::Path, identity: &str, log: &std::path::Path)
             "--leader-elect",
             "--lease-duration-secs",
             "2",
-            "--lease-retry-secs",
-            "1",
         ])
-        .args(["--health-addr", "off"])
+        .args(["--lease-retry-secs", "1", "--health-addr", "off"])
+        .args(extra)
         .env("HOSTNAME", identity)
-        .env("RUST_LOG", "info")
-        .env("GANTRY_CACHE_DIR", log.parent().unwrap())
+        .env("RUST_LOG", rust_log)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
         .expect("start gantry run")
+}
+
+/// An embedded API server with the memcached example installed, and a
+/// kubeconfig for it in `dir`.
+async fn cluster(dir: &Path) -> (ApiServerHandle, kube::Client, PathBuf) {
+    let server = ApiServer::start(Config::default()).await.unwrap();
+    let client = server.client();
+    let kubeconfig = dir.join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    gantry::dev::install_example(&client, "memcached", NAMESPACE)
+        .await
+        .unwrap();
+    (server, client, kubeconfig)
 }
 
 async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
@@ -59,18 +79,12 @@ async fn holder(leases: &Api<Lease>) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_leader_reconciles_and_the_other_takes_over() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ApiServer::start(Config::default()).await.unwrap();
-    let client = server.client();
-    let kubeconfig = dir.path().join("kubeconfig");
-    server.write_kubeconfig(&kubeconfig).unwrap();
-    gantry::dev::install_example(&client, "memcached", NAMESPACE)
-        .await
-        .unwrap();
+    let (server, client, kubeconfig) = cluster(dir.path()).await;
 
     let logs = [dir.path().join("a.log"), dir.path().join("b.log")];
     let mut children = [
-        operator(&kubeconfig, "a", &logs[0]),
-        operator(&kubeconfig, "b", &logs[1]),
+        operator(&kubeconfig, "a", &logs[0], &[], "info"),
+        operator(&kubeconfig, "b", &logs[1], &[], "info"),
     ];
     let leases: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
     let leader = wait_for("a leader", async || holder(&leases).await).await;
@@ -87,7 +101,7 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
         deployments.get_opt("first").await.unwrap()
     })
     .await;
-    let became = |log: &std::path::Path| {
+    let became = |log: &Path| {
         std::fs::read_to_string(log)
             .unwrap_or_default()
             .contains("became the leader")
@@ -152,42 +166,19 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_shards_split_the_parents() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ApiServer::start(Config::default()).await.unwrap();
-    let client = server.client();
-    let kubeconfig = dir.path().join("kubeconfig");
-    server.write_kubeconfig(&kubeconfig).unwrap();
-    gantry::dev::install_example(&client, "memcached", NAMESPACE)
-        .await
-        .unwrap();
+    let (server, client, kubeconfig) = cluster(dir.path()).await;
     let logs = [dir.path().join("0.log"), dir.path().join("1.log")];
     let mut children: Vec<Child> = (0..2)
         .map(|i| {
-            Command::new(env!("CARGO_BIN_EXE_gantry"))
-                .args(["run", "--kubeconfig"])
-                .arg(&kubeconfig)
-                .args([
-                    "--namespace",
-                    NAMESPACE,
-                    "--leader-elect",
-                    "--lease-duration-secs",
-                    "2",
-                    "--lease-retry-secs",
-                    "1",
-                ])
-                .args([
-                    "--shard-count",
-                    "2",
-                    "--shard-index",
-                    &i.to_string(),
-                    "--health-addr",
-                    "off",
-                ])
-                .env("HOSTNAME", format!("shard-{i}"))
-                .env("RUST_LOG", "gantry::controller=debug")
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&logs[i]).unwrap())
-                .spawn()
-                .unwrap()
+            let index = i.to_string();
+            let shard = ["--shard-count", "2", "--shard-index", &index];
+            operator(
+                &kubeconfig,
+                &format!("shard-{i}"),
+                &logs[i],
+                &shard,
+                "gantry::controller=debug",
+            )
         })
         .collect();
     let names: Vec<String> = (0..12).map(|n| format!("mc-{n}")).collect();
@@ -219,7 +210,7 @@ async fn two_shards_split_the_parents() {
         child.wait().unwrap();
     }
     // Which parents each replica reconciled, from its logs.
-    let reconciled = |log: &std::path::Path| -> std::collections::BTreeSet<String> {
+    let reconciled = |log: &Path| -> std::collections::BTreeSet<String> {
         std::fs::read_to_string(log)
             .unwrap()
             .lines()
