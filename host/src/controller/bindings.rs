@@ -11,7 +11,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use gantry_sdk::Trigger;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::core::{GroupVersionKind, Selector};
 use kube::runtime::controller::Config as ControllerConfig;
@@ -106,7 +105,6 @@ pub async fn run_operator(
 
 /// A binding in service.
 struct Active {
-    created: Option<Time>,
     content: u64,
     spec: Arc<BindingSpec>,
     ctx: Arc<BindingContext>,
@@ -272,8 +270,7 @@ impl Manager {
                 let _ = active.reconcile_all.send(());
             }
             _ => {
-                let created = cm.metadata.creation_timestamp.clone();
-                let active = self.start(spec.clone(), current, created, content).await?;
+                let active = self.start(spec.clone(), current, content).await?;
                 if let Some(old) = self.active.insert(cm_name.clone(), active) {
                     stop(old).await;
                 }
@@ -392,7 +389,6 @@ impl Manager {
         &self,
         spec: Arc<BindingSpec>,
         current: Current,
-        created: Option<Time>,
         content: u64,
     ) -> Result<Active, Refusal> {
         let parent = self.resolve(&spec.parent).await?;
@@ -517,7 +513,6 @@ impl Manager {
             });
         let task = tokio::spawn(run);
         Ok(Active {
-            created,
             content,
             spec,
             ctx,
@@ -534,7 +529,6 @@ async fn stop(mut active: Active) {
     if let Some(stop) = active.stop.take() {
         let _ = stop.send(());
     }
-    let _ = active.created;
     let deadline = tokio::time::Instant::now() + STOP_GRACE;
     while !active.task.is_finished()
         && active.ctx.in_flight() > 0
