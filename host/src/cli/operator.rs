@@ -247,32 +247,31 @@ async fn operate(
     let (leading_tx, leading_rx) = tokio::sync::watch::channel(false);
     let mut options = args.options();
     options.leading = elector.as_ref().map(|_| leading_rx);
-    let lost = std::sync::atomic::AtomicBool::new(false);
-    let stop = async {
+    // Leadership is held (renewed) until the operator has drained after
+    // SIGTERM, so no other replica starts while reconciles finish.
+    let leadership = async {
         match &elector {
             Some(elector) => {
                 tracing::info!(lease = %elector.config().name, identity = %elector.config().identity, "standing by until this replica holds the Lease");
-                tokio::select! {
-                    () = shutdown_signal() => {}
-                    () = async {
-                        elector.acquire().await;
-                        tracing::info!("became the leader");
-                        let _ = leading_tx.send(true);
-                        elector.hold().await;
-                    } => lost.store(true, std::sync::atomic::Ordering::Relaxed),
-                }
+                elector.acquire().await;
+                tracing::info!("became the leader");
+                let _ = leading_tx.send(true);
+                elector.hold().await;
             }
-            None => shutdown_signal().await,
+            None => std::future::pending().await,
         }
     };
-    let result = run_operator(client, runtime, options, metrics, stop).await;
+    let result = tokio::select! {
+        result = run_operator(client, runtime, options, metrics, shutdown_signal()) => result,
+        () = leadership => Err(anyhow::anyhow!(
+            "lost the leader Lease; exiting so that a new replica takes over"
+        )),
+    };
     if let Some(task) = health {
         task.abort();
     }
-    if lost.load(std::sync::atomic::Ordering::Relaxed) {
-        anyhow::bail!("lost the leader Lease; exiting so that a new replica takes over");
-    }
-    if let Some(elector) = &elector
+    if result.is_ok()
+        && let Some(elector) = &elector
         && let Err(e) = elector.release().await
     {
         tracing::warn!(error = %e, "could not release the leader Lease");

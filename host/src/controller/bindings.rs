@@ -34,9 +34,6 @@ use crate::runtime::{ReconcilerPlugin, Runtime};
 /// How often bindings that failed for a reason that may pass (a kind not
 /// served yet) are tried again.
 const RETRY_EVERY: Duration = Duration::from_secs(5);
-/// How long a stopping controller may take to finish in-flight reconciles.
-const STOP_GRACE: Duration = Duration::from_secs(30);
-
 /// Run the operator until `shutdown` completes: then stop taking new work,
 /// let in-flight reconciles finish, and return.
 pub async fn run_operator(
@@ -183,7 +180,9 @@ impl Manager {
                     .and_then(|t| binding::parse_spec(t).ok())
                     .map(|s| s.name)
                     .unwrap_or_else(|| name.clone());
-                self.shared.metrics.record_plugin_load(&binding, false);
+                self.shared
+                    .metrics
+                    .record_plugin_load(&binding, false, false);
                 let serving = if self.active.contains_key(&name) {
                     "; the previous version keeps serving"
                 } else {
@@ -260,6 +259,7 @@ impl Manager {
             plugin: plugin.clone(),
             spec: spec.clone(),
         };
+        let swapped = self.active.contains_key(&cm_name);
         match self.active.get_mut(&cm_name) {
             Some(active) if active.spec.same_watches(&spec) => {
                 // Atomic swap: in-flight reconciles keep the version they
@@ -276,7 +276,9 @@ impl Manager {
                 }
             }
         }
-        self.shared.metrics.record_plugin_load(&spec.name, true);
+        self.shared
+            .metrics
+            .record_plugin_load(&spec.name, true, swapped);
         tracing::info!(configmap = %cm_name, binding = %spec.name, digest = %plugin.digest(), "plugin in service");
         self.annotate(&cm_name, plugin.digest()).await;
         self.event(
@@ -524,12 +526,14 @@ impl Manager {
 }
 
 /// Stop a controller: no new reconciles; in-flight ones may finish (up to
-/// [`STOP_GRACE`]). Requeues scheduled for later are dropped.
+/// the reconcile timeout, the longest one may take). Requeues scheduled for
+/// later are dropped.
 async fn stop(mut active: Active) {
     if let Some(stop) = active.stop.take() {
         let _ = stop.send(());
     }
-    let deadline = tokio::time::Instant::now() + STOP_GRACE;
+    let grace = active.ctx.shared.options.reconcile_timeout;
+    let deadline = tokio::time::Instant::now() + grace;
     while !active.task.is_finished()
         && active.ctx.in_flight() > 0
         && tokio::time::Instant::now() < deadline
