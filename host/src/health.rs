@@ -1,6 +1,7 @@
 //! The operator's HTTP endpoints for the platform: `/livez` (the process
 //! and the plugin runtime's thread are alive), `/readyz` (the initial
-//! bindings are processed) and `/metrics` (Prometheus text format).
+//! bindings are processed and their caches synced; the body names this
+//! replica's role) and `/metrics` (Prometheus text format).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,13 +12,14 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use crate::controller::Metrics;
+use crate::controller::{Metrics, Readiness};
 use crate::runtime::Runtime;
 
 #[derive(Clone)]
 struct Probes {
     metrics: Arc<Metrics>,
     runtime: Runtime,
+    readiness: Arc<Readiness>,
 }
 
 async fn livez(State(p): State<Probes>) -> impl IntoResponse {
@@ -32,11 +34,13 @@ async fn livez(State(p): State<Probes>) -> impl IntoResponse {
 }
 
 async fn readyz(State(p): State<Probes>) -> impl IntoResponse {
-    if p.metrics.is_ready() {
-        (StatusCode::OK, "ok")
+    let (ready, why) = p.readiness.report();
+    let status = if ready {
+        StatusCode::OK
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "bindings not loaded yet")
-    }
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, why)
 }
 
 async fn metrics_text(State(p): State<Probes>) -> impl IntoResponse {
@@ -50,12 +54,16 @@ async fn metrics_text(State(p): State<Probes>) -> impl IntoResponse {
 }
 
 /// The router of the endpoints.
-pub fn router(metrics: Arc<Metrics>, runtime: Runtime) -> Router {
+pub fn router(metrics: Arc<Metrics>, runtime: Runtime, readiness: Arc<Readiness>) -> Router {
     Router::new()
         .route("/livez", get(livez))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
-        .with_state(Probes { metrics, runtime })
+        .with_state(Probes {
+            metrics,
+            runtime,
+            readiness,
+        })
 }
 
 /// Serve the endpoints on `addr` until the task is dropped; returns the
@@ -64,10 +72,11 @@ pub async fn serve(
     addr: SocketAddr,
     metrics: Arc<Metrics>,
     runtime: Runtime,
+    readiness: Arc<Readiness>,
 ) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    let app = router(metrics, runtime);
+    let app = router(metrics, runtime, readiness);
     let task = tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!(error = %e, "health server stopped");

@@ -68,6 +68,11 @@ config: {behaviour: loop}
     gantry::dev::apply_file(&client, &database.join("example.yaml"))
         .await
         .unwrap();
+    let (status, ready) = http_get(&address, "/readyz");
+    assert_eq!(
+        (status, ready.as_str()),
+        (200, "ok: 2 bindings in service, caches synced, standalone")
+    );
     let body = wait_for("the reconciles in the metrics", async || {
         let (_, body) = http_get(&address, "/metrics");
         let reconciled = sample(&body, "gantry_reconciles_total{binding=\"memcached\"}")
@@ -175,6 +180,8 @@ config: {behaviour: slow, millis: 2500}
         (sample(&body, "gantry_reconciles_in_flight{binding=\"slow\"}") == Some(1.0)).then_some(())
     })
     .await;
+    let (_, ready) = http_get(&address, "/readyz");
+    assert!(ready.ends_with(", leader"), "{ready}");
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     assert!(
         config_maps.get_opt("busy-fine").await.unwrap().is_none(),

@@ -213,6 +213,7 @@ async fn operate(
     Shard::new(args.shard_index, args.shard_count).map_err(anyhow::Error::msg)?;
     let runtime = plugin_runtime()?;
     let metrics = Arc::new(Metrics::default());
+    let mut options = args.options();
     let health_addr = args.health_addr.as_deref().unwrap_or(default_health);
     let health = if health_addr == "off" {
         None
@@ -220,7 +221,13 @@ async fn operate(
         let addr = health_addr
             .parse()
             .with_context(|| format!("--health-addr {health_addr:?}"))?;
-        let (bound, task) = crate::health::serve(addr, metrics.clone(), runtime.clone()).await?;
+        let (bound, task) = crate::health::serve(
+            addr,
+            metrics.clone(),
+            runtime.clone(),
+            options.readiness.clone(),
+        )
+        .await?;
         println!("gantry: health and metrics at http://{bound}/metrics");
         Some(task)
     };
@@ -245,7 +252,6 @@ async fn operate(
     // A follower loads its bindings and warms its caches at once; it
     // reconciles from the moment the Lease is its own.
     let (leading_tx, leading_rx) = tokio::sync::watch::channel(false);
-    let mut options = args.options();
     options.leading = elector.as_ref().map(|_| leading_rx);
     // Leadership is held (renewed) until the operator has drained after
     // SIGTERM, so no other replica starts while reconciles finish.

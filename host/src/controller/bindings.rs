@@ -49,6 +49,7 @@ pub async fn run_operator(
     };
     let recorder = Recorder::new(client.clone(), reporter);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), &options.namespace);
+    options.readiness.set_leading(options.leading.clone());
     let shared = Arc::new(Shared::new(options, metrics));
     let mut manager = Manager {
         client,
@@ -87,6 +88,7 @@ pub async fn run_operator(
                     }
                     manager.forget_missing(&seen).await;
                     manager.shared.metrics.set_ready(true);
+                    manager.shared.options.readiness.set_loaded(true);
                 }
                 Some(Ok(watcher::Event::Apply(cm))) => manager.upsert(cm).await,
                 Some(Ok(watcher::Event::Delete(cm))) => manager.remove(&cm.name_any()).await,
@@ -96,6 +98,7 @@ pub async fn run_operator(
         }
     }
     manager.shared.metrics.set_ready(false);
+    manager.shared.options.readiness.set_loaded(false);
     manager.stop_all().await;
     Ok(())
 }
@@ -154,7 +157,7 @@ fn content_of(cm: &ConfigMap) -> u64 {
 impl Manager {
     async fn upsert(&mut self, cm: ConfigMap) {
         self.upsert_inner(cm).await;
-        self.shared.metrics.set_active_bindings(self.active.len());
+        self.publish_bindings();
     }
 
     async fn upsert_inner(&mut self, cm: ConfigMap) {
@@ -205,6 +208,16 @@ impl Manager {
                 );
             }
         }
+    }
+
+    /// Tell the metrics and the readiness probe which bindings serve.
+    fn publish_bindings(&self) {
+        self.shared.metrics.set_active_bindings(self.active.len());
+        self.shared.options.readiness.set_bindings(
+            self.active
+                .values()
+                .map(|a| (a.spec.name.clone(), a.ctx.clone())),
+        );
     }
 
     /// Reconcile every parent of every binding (e.g. on becoming leader).
@@ -313,7 +326,7 @@ impl Manager {
 
     async fn remove(&mut self, cm_name: &str) {
         self.remove_inner(cm_name).await;
-        self.shared.metrics.set_active_bindings(self.active.len());
+        self.publish_bindings();
     }
 
     async fn remove_inner(&mut self, cm_name: &str) {

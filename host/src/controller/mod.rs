@@ -17,6 +17,7 @@ pub mod guardrails;
 pub mod intent;
 pub mod leader;
 pub mod metrics;
+pub mod readiness;
 pub mod reconcile;
 pub mod shard;
 pub mod status;
@@ -29,6 +30,7 @@ use tokio::sync::Semaphore;
 
 pub use bindings::run_operator;
 pub use metrics::Metrics;
+pub use readiness::Readiness;
 
 use crate::runtime::CallError;
 
@@ -54,6 +56,8 @@ pub struct OperatorOptions {
     /// nothing; on becoming leader it reconciles every parent. `None`:
     /// always leading.
     pub leading: Option<tokio::sync::watch::Receiver<bool>>,
+    /// What `/readyz` reads.
+    pub readiness: Arc<Readiness>,
 }
 
 impl Default for OperatorOptions {
@@ -67,6 +71,7 @@ impl Default for OperatorOptions {
             reporter: "gantry".into(),
             shard: shard::Shard::default(),
             leading: None,
+            readiness: Arc::default(),
         }
     }
 }
