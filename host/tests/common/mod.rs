@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod faults;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
