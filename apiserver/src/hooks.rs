@@ -20,6 +20,8 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
         crate::crd::admit(obj, None)?;
     } else if is(info, "", "services") {
         allocate_cluster_ip(obj);
+    } else if crate::admission::is_configuration(info) {
+        crate::admission::config::admit(info, obj, None)?;
     }
     Ok(())
 }
@@ -73,6 +75,8 @@ pub fn on_update(
         }
     } else if is(info, crate::crd::GROUP, crate::crd::PLURAL) && subresource.is_none() {
         crate::crd::admit(new, Some(old))?;
+    } else if crate::admission::is_configuration(info) {
+        crate::admission::config::admit(info, new, Some(old))?;
     } else if (is(info, "", "configmaps") || is(info, "", "secrets"))
         && old.get("immutable") == Some(&json!(true))
     {
