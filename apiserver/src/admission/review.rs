@@ -123,7 +123,9 @@ pub fn verify(version: &str, uid: &str, mutating: bool, body: &[u8]) -> Result<V
                 .map_err(|e| format!("couldn't decode response: response.patch: {e}"))?,
         ),
         Some(_) => {
-            return Err("couldn't decode response: response.patch: expected a base64 string".into());
+            return Err(
+                "couldn't decode response: response.patch: expected a base64 string".into(),
+            );
         }
     };
     let patch_type = resp.get("patchType").filter(|v| !v.is_null());
