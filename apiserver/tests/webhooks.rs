@@ -1071,3 +1071,94 @@ async fn match_conditions_select_requests() {
     assert_eq!(req(a, "POST", CM, Some(&cm("other"))).await.status, 403);
     assert_eq!(hook.count("/c"), 1);
 }
+
+#[tokio::test]
+async fn scale_subresource_sends_scale_objects() {
+    let hook = start_hook(|_, r| {
+        let replicas = r["request"]["object"]["spec"]["replicas"]
+            .as_i64()
+            .unwrap_or(0);
+        if replicas > 5 {
+            deny(r, json!({"code": 403, "message": "at most 5 replicas"}))
+        } else {
+            allow(r)
+        }
+    })
+    .await;
+    let s = server().await;
+    let a = s.addr();
+    let mut h = webhook("cap.example.com", &hook.url("/cap"), &hook.ca_b64);
+    h["rules"] = json!([{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["deployments/scale"]}]);
+    install(a, false, "cap", vec![h]).await;
+    let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}},
+                 "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let dp = "/apis/apps/v1/namespaces/default/deployments";
+    assert_eq!(req(a, "POST", dp, Some(&d)).await.status, 201);
+    let scale = |n: i64| serde_json::to_vec(&json!({"spec": {"replicas": n}})).unwrap();
+    let ct = [("Content-Type", "application/merge-patch+json")];
+    let r = raw(a, "PATCH", &format!("{dp}/d/scale"), &ct, &scale(9)).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(
+        r.json()["message"],
+        "admission webhook \"cap.example.com\" denied the request: at most 5 replicas"
+    );
+    let got = req(a, "GET", &format!("{dp}/d"), None).await.json();
+    assert_eq!(got["spec"]["replicas"], 1);
+    let r = raw(a, "PATCH", &format!("{dp}/d/scale"), &ct, &scale(3)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let q = hook.received("/cap")[1]["request"].clone();
+    assert_eq!(
+        q["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+    );
+    assert_eq!(
+        q["resource"],
+        json!({"group": "apps", "version": "v1", "resource": "deployments"})
+    );
+    assert_eq!(q["subResource"], "scale");
+    assert_eq!(q["oldObject"]["spec"]["replicas"], 1);
+    // A plain update of the deployment is not a scale request.
+    let r = raw(
+        a,
+        "PATCH",
+        &format!("{dp}/d"),
+        &ct,
+        br#"{"spec":{"replicas":8}}"#,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(hook.count("/cap"), 2);
+}
+
+#[tokio::test]
+async fn equivalent_match_policy_matches_other_versions() {
+    let hook = start_hook(|_, r| allow(r)).await;
+    let s = server().await;
+    let a = s.addr();
+    install_widgets(a).await;
+    let rule = json!([{"apiGroups": ["example.com"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["widgets"]}]);
+    let mut eq = webhook("eq.example.com", &hook.url("/eq"), &hook.ca_b64);
+    eq["rules"] = rule.clone();
+    let mut exact = webhook("exact.example.com", &hook.url("/exact"), &hook.ca_b64);
+    exact["rules"] = rule;
+    exact["matchPolicy"] = json!("Exact");
+    install(a, false, "versions", vec![eq, exact]).await;
+    let mut w = widget("old", json!({"replicas": 1}));
+    w["apiVersion"] = json!("example.com/v1beta1");
+    let r = req(
+        a,
+        "POST",
+        "/apis/example.com/v1beta1/namespaces/default/widgets",
+        Some(&w),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(hook.count("/exact"), 0);
+    let q = hook.received("/eq")[0]["request"].clone();
+    assert_eq!(q["kind"]["version"], "v1");
+    assert_eq!(q["requestKind"]["version"], "v1beta1");
+    assert_eq!(q["resource"]["version"], "v1");
+    assert_eq!(q["requestResource"]["version"], "v1beta1");
+    assert_eq!(q["object"]["apiVersion"], "example.com/v1");
+}

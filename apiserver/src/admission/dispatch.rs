@@ -104,7 +104,12 @@ async fn call(
     if !matching::object_matches(hook, object, old) {
         return Ok(Ok(Outcome::Skipped));
     }
-    let convert = |o: Option<&Value>| o.map(|o| as_version(&matched, o));
+    let convert = |o: Option<&Value>| {
+        o.map(|o| match a.object_kind {
+            Some(_) => o.clone(),
+            None => as_version(&matched, o),
+        })
+    };
     let (obj_v, old_v) = (convert(object), convert(old));
     let uid = uuid::Uuid::new_v4().to_string();
     let version = review::version(&hook.review_versions);
@@ -277,6 +282,13 @@ fn apply_patch(
             hook.name
         )));
     };
+    if a.object_kind.is_some() {
+        let mut doc = object.clone();
+        json_patch::patch(&mut doc, &ops).map_err(internal)?;
+        let changed = doc != *object;
+        *object = doc;
+        return Ok(changed);
+    }
     let matched = matching::matched_resource(hook, a, &app.registry).unwrap_or(a.info.clone());
     let mut doc = as_version(&matched, object);
     json_patch::patch(&mut doc, &ops).map_err(internal)?;

@@ -116,6 +116,10 @@ pub struct Attributes {
     pub dry_run: bool,
     /// CreateOptions / UpdateOptions / DeleteOptions.
     pub options: Value,
+    /// (group, version, kind) of the object when it is not the resource's kind
+    /// (`autoscaling/v1 Scale` for the scale subresource); such objects are sent and
+    /// patched as they are, without conversion or re-decoding.
+    pub object_kind: Option<(String, String, String)>,
 }
 
 impl Attributes {

@@ -38,11 +38,18 @@ pub fn request(
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> Value {
+    let (kind, request_kind) = match &a.object_kind {
+        Some((g, v, k)) => {
+            let k = json!({ "group": g, "version": v, "kind": k });
+            (k.clone(), k)
+        }
+        None => (gvk(matched), gvk(&a.info)),
+    };
     let mut req = json!({
         "uid": uid,
-        "kind": gvk(matched),
+        "kind": kind,
         "resource": gvr(matched),
-        "requestKind": gvk(&a.info),
+        "requestKind": request_kind,
         "requestResource": gvr(&a.info),
         "name": a.name,
         "operation": a.operation.as_str(),

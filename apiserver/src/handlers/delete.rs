@@ -171,6 +171,7 @@ fn attributes(r: &ResourceRequest, opts: &DeleteOptions, name: &str) -> Attribut
         user: r.user.clone(),
         dry_run: opts.dry_run,
         options: opts.json.clone(),
+        object_kind: None,
     }
 }
 

@@ -87,6 +87,7 @@ impl WriteCtx {
             user: self.user.clone(),
             dry_run: self.dry_run,
             options,
+            object_kind: None,
         }
     }
 
@@ -160,13 +161,13 @@ pub(super) async fn admit_new(
     set_request_namespace(ctx, &mut obj)?;
     let name = meta::meta_str(&obj, "name").unwrap_or("").to_string();
     if info.namespaced {
-        // kube's NamespaceLifecycle plugin runs before the webhooks.
-        let view_ns = ctx.namespace.clone();
-        let (i2, n2) = (info.clone(), name.clone());
-        app.commit(move |view| {
-            check_namespace(view, &i2, view_ns.as_deref(), &n2).map(|()| ((), vec![]))
-        })
-        .await?;
+        // kube's NamespaceLifecycle plugin runs before the webhooks. A read-only
+        // transaction: nothing is written, so nothing touches the disk.
+        app.store
+            .commit(|view| {
+                check_namespace(view, info, ctx.namespace.as_deref(), &name).map(|()| ((), vec![]))
+            })
+            .map_err(|e| ApiError::Internal(e.to_string()))??;
     }
     let mut attrs = ctx.attributes(Operation::Create, &name);
     warnings.extend(adm::mutate(app, &attrs, Some(&mut obj), None).await?);
