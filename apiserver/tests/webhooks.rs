@@ -1162,3 +1162,147 @@ async fn equivalent_match_policy_matches_other_versions() {
     assert_eq!(q["requestResource"]["version"], "v1beta1");
     assert_eq!(q["object"]["apiVersion"], "example.com/v1");
 }
+
+#[tokio::test]
+async fn hostile_mutations_are_contained() {
+    let hook = start_hook(|path, r| {
+        let op = r["request"]["operation"].as_str().unwrap_or("");
+        match (path, op) {
+            ("/rename", "UPDATE") => patch(
+                r,
+                json!([{"op": "replace", "path": "/metadata/name", "value": "renamed"}]),
+            ),
+            ("/rekind", _) => patch(
+                r,
+                json!([{"op": "replace", "path": "/kind", "value": "Secret"}]),
+            ),
+            ("/move", "CREATE") => patch(
+                r,
+                json!([{"op": "replace", "path": "/metadata/namespace", "value": "kube-system"}]),
+            ),
+            _ => allow(r),
+        }
+    })
+    .await;
+    let s = server().await;
+    let a = s.addr();
+    assert_eq!(req(a, "POST", CM, Some(&cm("x"))).await.status, 201);
+    let before = req(a, "GET", &format!("{CM}/x"), None).await.json();
+    let ct = [("Content-Type", "application/merge-patch+json")];
+
+    install(
+        a,
+        true,
+        "rename",
+        vec![webhook(
+            "rename.example.com",
+            &hook.url("/rename"),
+            &hook.ca_b64,
+        )],
+    )
+    .await;
+    let r = raw(
+        a,
+        "PATCH",
+        &format!("{CM}/x"),
+        &ct,
+        br#"{"data":{"n":"1"}}"#,
+    )
+    .await;
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "ConfigMap \"x\" is invalid: metadata.name: Invalid value: \"renamed\": field is immutable"
+    );
+    assert_eq!(
+        req(a, "GET", &format!("{CM}/renamed"), None).await.status,
+        404
+    );
+    assert_eq!(
+        req(a, "DELETE", &format!("{MWC}/rename"), None)
+            .await
+            .status,
+        200
+    );
+
+    install(
+        a,
+        true,
+        "rekind",
+        vec![webhook(
+            "rekind.example.com",
+            &hook.url("/rekind"),
+            &hook.ca_b64,
+        )],
+    )
+    .await;
+    let r = raw(
+        a,
+        "PATCH",
+        &format!("{CM}/x"),
+        &ct,
+        br#"{"data":{"n":"1"}}"#,
+    )
+    .await;
+    assert_status(&r, 500, "InternalError");
+    assert_eq!(
+        req(a, "DELETE", &format!("{MWC}/rekind"), None)
+            .await
+            .status,
+        200
+    );
+
+    install(
+        a,
+        true,
+        "move",
+        vec![webhook(
+            "move.example.com",
+            &hook.url("/move"),
+            &hook.ca_b64,
+        )],
+    )
+    .await;
+    let r = req(a, "POST", CM, Some(&cm("moved"))).await;
+    assert_status(&r, 400, "BadRequest");
+    assert_eq!(
+        req(
+            a,
+            "GET",
+            "/api/v1/namespaces/kube-system/configmaps/moved",
+            None
+        )
+        .await
+        .status,
+        404
+    );
+
+    let after = req(a, "GET", &format!("{CM}/x"), None).await.json();
+    assert_eq!(before, after, "nothing was half-applied");
+}
+
+#[tokio::test]
+async fn namespace_object_requests_carry_their_name_as_namespace() {
+    let hook = start_hook(|_, r| allow(r)).await;
+    let s = server().await;
+    let a = s.addr();
+    let mut h = webhook("ns.example.com", &hook.url("/ns"), &hook.ca_b64);
+    h["rules"] = json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["*"], "resources": ["namespaces"], "scope": "Cluster"}]);
+    install(a, false, "ns", vec![h]).await;
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}});
+    assert_eq!(
+        req(a, "POST", "/api/v1/namespaces", Some(&ns)).await.status,
+        201
+    );
+    assert_eq!(
+        req(a, "DELETE", "/api/v1/namespaces/team", None)
+            .await
+            .status,
+        200
+    );
+    let got = hook.received("/ns");
+    assert_eq!(got.len(), 2);
+    assert!(got[0]["request"].get("namespace").is_none(), "{}", got[0]);
+    assert_eq!(got[1]["request"]["operation"], "DELETE");
+    assert_eq!(got[1]["request"]["namespace"], "team");
+}

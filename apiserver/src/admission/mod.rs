@@ -122,6 +122,20 @@ pub struct Attributes {
     pub object_kind: Option<(String, String, String)>,
 }
 
+/// `request.namespace` as kube sets it: the object's namespace, and for requests on
+/// an existing Namespace object the namespace's own name.
+pub fn request_namespace(
+    info: &ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    operation: Operation,
+) -> Option<String> {
+    if info.group.is_empty() && info.plural == "namespaces" {
+        return (operation != Operation::Create && !name.is_empty()).then(|| name.to_string());
+    }
+    namespace.filter(|_| info.namespaced).map(String::from)
+}
+
 impl Attributes {
     /// The namespace whose labels `namespaceSelector` tests: the object's namespace,
     /// or for Namespace objects the namespace itself.

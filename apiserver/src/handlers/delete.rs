@@ -166,7 +166,7 @@ fn attributes(r: &ResourceRequest, opts: &DeleteOptions, name: &str) -> Attribut
         info: r.info.clone(),
         subresource: None,
         operation: Operation::Delete,
-        namespace: r.namespace.clone().filter(|_| r.info.namespaced),
+        namespace: adm::request_namespace(&r.info, r.namespace.as_deref(), name, Operation::Delete),
         name: name.to_string(),
         user: r.user.clone(),
         dry_run: opts.dry_run,

@@ -82,7 +82,12 @@ impl WriteCtx {
             info: self.info.clone(),
             subresource: self.subresource.clone(),
             operation,
-            namespace: self.namespace.clone().filter(|_| self.info.namespaced),
+            namespace: adm::request_namespace(
+                &self.info,
+                self.namespace.as_deref(),
+                name,
+                operation,
+            ),
             name: name.to_string(),
             user: self.user.clone(),
             dry_run: self.dry_run,
@@ -446,7 +451,21 @@ async fn finish_update(
     }
     let mut warnings = normalize(info, &mut cand, ctx.validation)?;
     let attrs = ctx.attributes(Operation::Update, &ctx.name);
+    let name_before = meta::meta_str(&cand, "name").map(String::from);
     warnings.extend(adm::mutate(app, &attrs, Some(&mut cand), Some(old)).await?);
+    if let Some(n) = meta::meta_str(&cand, "name").filter(|n| Some(*n) != name_before.as_deref()) {
+        // A webhook renamed the object: names are immutable.
+        return Err(ApiError::invalid(
+            &info.group,
+            &info.kind,
+            &ctx.name,
+            vec![crate::status::Cause::new(
+                "FieldValueInvalid",
+                format!("Invalid value: {n:?}: field is immutable"),
+                "metadata.name",
+            )],
+        ));
+    }
     let mut new = match ctx.subresource.as_deref() {
         Some("status") => {
             let mut n = present(info, old);
