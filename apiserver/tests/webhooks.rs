@@ -1070,6 +1070,53 @@ async fn match_conditions_select_requests() {
     assert_eq!(hook.count("/c"), 0);
     assert_eq!(req(a, "POST", CM, Some(&cm("other"))).await.status, 403);
     assert_eq!(hook.count("/c"), 1);
+
+    // Hostile expressions: deep nesting neither crashes compilation nor evaluation;
+    // an over-long one is rejected.
+    let deep = format!("{}true{}", "(".repeat(2000), ")".repeat(2000));
+    let negations = format!("{}true", "!".repeat(4000));
+    for (i, expr) in [deep, negations].into_iter().enumerate() {
+        let mut h = webhook("deep.example.com", &hook.url("/deep"), &hook.ca_b64);
+        h["matchConditions"] = json!([{"name": "deep", "expression": expr}]);
+        let name = format!("deep{i}");
+        let r = req(
+            a,
+            "POST",
+            VWC,
+            Some(&configuration(
+                "ValidatingWebhookConfiguration",
+                &name,
+                vec![h],
+            )),
+        )
+        .await;
+        assert!(r.status == 201 || r.status == 422, "{}", r.body);
+        let r = req(a, "POST", CM, Some(&cm(&format!("after-{name}")))).await;
+        assert!(r.status == 201 || r.status == 403, "{}", r.body);
+        req(a, "DELETE", &format!("{VWC}/{name}"), None).await;
+    }
+    let mut h = webhook("long.example.com", &hook.url("/deep"), &hook.ca_b64);
+    h["matchConditions"] =
+        json!([{"name": "long", "expression": format!("true{}", " && true".repeat(1000))}]);
+    let r = req(
+        a,
+        "POST",
+        VWC,
+        Some(&configuration(
+            "ValidatingWebhookConfiguration",
+            "long",
+            vec![h],
+        )),
+    )
+    .await;
+    let st = assert_status(&r, 422, "Invalid");
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap()
+            .contains("expression is longer than"),
+        "{st}"
+    );
 }
 
 #[tokio::test]

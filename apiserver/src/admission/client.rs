@@ -1,7 +1,8 @@
-//! The HTTPS client of webhooks: one pooled hyper client per caBundle (connections
-//! are reused), the caBundle as the only trust roots (the system roots when empty, as
-//! kube does), `timeoutSeconds` per call, a capped response body, and services
-//! resolved through their Endpoints/EndpointSlices (there is no cluster DNS).
+//! The HTTPS client of webhooks: one pooled hyper client per caBundle and service
+//! port (connections are reused), the caBundle as the only trust roots (the system
+//! roots when empty, as kube does), `timeoutSeconds` per call, a capped response
+//! body, and services resolved through their Endpoints/EndpointSlices (there is no
+//! cluster DNS).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -28,8 +29,9 @@ pub const MAX_RESPONSE_BYTES: usize = 8 << 20;
 
 type HttpsClient = Client<HttpsConnector<HttpConnector<Resolver>>, Full<Bytes>>;
 
-/// `NAME.NAMESPACE.svc` → the addresses of the service's endpoints, filled just
-/// before each call to a service-backed webhook.
+/// `NAME.NAMESPACE.svc` → the addresses of the service port's endpoints, filled just
+/// before each call to a service-backed webhook (one table per client, so each
+/// service port has its own).
 type ServiceTable = Arc<RwLock<HashMap<String, Vec<SocketAddr>>>>;
 
 /// Resolves `*.svc` names from the service table, everything else with the system
@@ -67,11 +69,13 @@ impl tower_service::Service<Name> for Resolver {
     }
 }
 
-/// Pooled HTTPS clients by caBundle, and the service address table.
+/// A pool key: (caBundle, service `host:port` or "" for URLs).
+type PoolKey = (Vec<u8>, String);
+
+/// Pooled HTTPS clients by [`PoolKey`], each with its service address table.
 #[derive(Default)]
 pub struct Clients {
-    by_ca: Mutex<HashMap<Vec<u8>, HttpsClient>>,
-    services: ServiceTable,
+    pool: Mutex<HashMap<PoolKey, (HttpsClient, ServiceTable)>>,
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
@@ -102,14 +106,20 @@ fn tls_config(ca_bundle: &[u8]) -> Result<rustls::ClientConfig, String> {
 }
 
 impl Clients {
-    fn client(&self, ca_bundle: &[u8]) -> Result<HttpsClient, String> {
-        let mut pool = self.by_ca.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = pool.get(ca_bundle) {
+    fn client(
+        &self,
+        ca_bundle: &[u8],
+        service: &str,
+    ) -> Result<(HttpsClient, ServiceTable), String> {
+        let key = (ca_bundle.to_vec(), service.to_string());
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = pool.get(&key) {
             return Ok(c.clone());
         }
         let tls = tls_config(ca_bundle).map_err(|e| format!("could not get REST client: {e}"))?;
+        let services = ServiceTable::default();
         let mut http = HttpConnector::new_with_resolver(Resolver {
-            services: self.services.clone(),
+            services: services.clone(),
         });
         http.enforce_http(false);
         http.set_nodelay(true);
@@ -119,8 +129,8 @@ impl Clients {
             .enable_http1()
             .wrap_connector(http);
         let client = Client::builder(TokioExecutor::new()).build(https);
-        pool.insert(ca_bundle.to_vec(), client.clone());
-        Ok(client)
+        pool.insert(key, (client.clone(), services.clone()));
+        Ok((client, services))
     }
 
     /// POSTs `body` to the webhook and returns the response body. Errors read as
@@ -132,9 +142,31 @@ impl Clients {
         body: Vec<u8>,
     ) -> Result<Vec<u8>, String> {
         let timeout = hook.timeout;
-        let url = self.url(store, hook).await?;
+        let url = match &hook.endpoint {
+            Endpoint::Url(u) => {
+                let (client, _) = self.client(&hook.ca_bundle, "")?;
+                (client, u.clone())
+            }
+            Endpoint::Service {
+                namespace,
+                name,
+                path,
+                port,
+            } => {
+                let host = format!("{name}.{namespace}.svc");
+                let (client, services) = self.client(&hook.ca_bundle, &format!("{host}:{port}"))?;
+                let addrs = resolve_service(store, namespace, name, *port).await?;
+                services
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(host.clone(), addrs);
+                // No port in the URL: the resolved addresses carry the endpoint's
+                // port; the host is the TLS server name, as in kube.
+                (client, format!("https://{host}{path}"))
+            }
+        };
+        let (client, url) = url;
         let url = format!("{url}?timeout={}s", timeout.as_secs());
-        let client = self.client(&hook.ca_bundle)?;
         let req = hyper::Request::post(&url)
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .header(hyper::header::ACCEPT, "application/json, */*")
@@ -172,29 +204,6 @@ impl Clients {
             ));
         }
         Ok(bytes.to_vec())
-    }
-
-    /// The URL of a webhook; for services, after resolving their endpoints into the
-    /// service table (the URL's host `NAME.NAMESPACE.svc` is the TLS server name).
-    async fn url(&self, store: &Store, hook: &Webhook) -> Result<String, String> {
-        match &hook.endpoint {
-            Endpoint::Url(u) => Ok(u.clone()),
-            Endpoint::Service {
-                namespace,
-                name,
-                path,
-                port,
-            } => {
-                let addrs = resolve_service(store, namespace, name, *port).await?;
-                let host = format!("{name}.{namespace}.svc");
-                self.services
-                    .write()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(host.clone(), addrs);
-                // No port in the URL: the resolved addresses carry the endpoint's port.
-                Ok(format!("https://{host}{path}"))
-            }
-        }
     }
 }
 

@@ -185,7 +185,8 @@ pub fn namespace_matches(
 }
 
 /// Evaluates matchConditions: Ok(false) when one is false, Err when none is false and
-/// one failed to evaluate (kube then applies the failure policy).
+/// one failed to evaluate (kube then applies the failure policy). Evaluation recurses
+/// over the expression, so it runs on a helper thread with a large stack.
 pub fn conditions_match(
     hook: &Webhook,
     obj: Option<&Value>,
@@ -196,6 +197,23 @@ pub fn conditions_match(
     if conds.is_empty() {
         return Ok(true);
     }
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("gantry-admission-cel".into())
+            .stack_size(64 << 20)
+            .spawn_scoped(s, || evaluate(conds, obj, old, request))
+            .map_err(|e| format!("matchConditions: {e}"))?
+            .join()
+            .unwrap_or_else(|_| Err("matchConditions: evaluation failed".into()))
+    })
+}
+
+fn evaluate(
+    conds: &[super::config::MatchCondition],
+    obj: Option<&Value>,
+    old: Option<&Value>,
+    request: &Value,
+) -> Result<bool, String> {
     let to_cel =
         |v: Option<&Value>| cel::to_value(v.unwrap_or(&Value::Null)).map_err(|e| e.to_string());
     let (object, old_object, req) = (to_cel(obj)?, to_cel(old)?, to_cel(Some(request))?);
