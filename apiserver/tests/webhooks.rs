@@ -1353,3 +1353,69 @@ async fn namespace_object_requests_carry_their_name_as_namespace() {
     assert_eq!(got[1]["request"]["operation"], "DELETE");
     assert_eq!(got[1]["request"]["namespace"], "team");
 }
+
+#[tokio::test]
+async fn connections_are_reused() {
+    let hook = start_hook(|_, r| allow(r)).await;
+    let s = server().await;
+    let a = s.addr();
+    install(
+        a,
+        false,
+        "reuse",
+        vec![webhook("reuse.example.com", &hook.url("/r"), &hook.ca_b64)],
+    )
+    .await;
+    for i in 0..5 {
+        assert_eq!(
+            req(a, "POST", CM, Some(&cm(&format!("c{i}")))).await.status,
+            201
+        );
+    }
+    assert_eq!(hook.count("/r"), 5);
+    assert_eq!(
+        hook.connections.load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+}
+
+#[tokio::test]
+async fn concurrent_writes_during_slow_webhooks_are_not_lost() {
+    let hook = start_hook(|_, r| Reply {
+        delay: Duration::from_millis(300),
+        ..allow(r)
+    })
+    .await;
+    let s = server().await;
+    let a = s.addr();
+    assert_eq!(req(a, "POST", CM, Some(&cm("shared"))).await.status, 201);
+    install(
+        a,
+        false,
+        "slowish",
+        vec![webhook(
+            "slowish.example.com",
+            &hook.url("/s"),
+            &hook.ca_b64,
+        )],
+    )
+    .await;
+    let ct = [("Content-Type", "application/merge-patch+json")];
+    let path = format!("{CM}/shared");
+    let (r1, r2) = tokio::join!(
+        raw(a, "PATCH", &path, &ct, br#"{"data":{"one":"1"}}"#),
+        raw(a, "PATCH", &path, &ct, br#"{"data":{"two":"2"}}"#),
+    );
+    assert_eq!(
+        (r1.status, r2.status),
+        (200, 200),
+        "{} {}",
+        r1.body,
+        r2.body
+    );
+    let got = req(a, "GET", &path, None).await.json();
+    assert_eq!(got["data"]["one"], "1", "{got}");
+    assert_eq!(got["data"]["two"], "2", "{got}");
+    // The write that lost the race was admitted again on the new object.
+    assert!(hook.count("/s") >= 3, "{}", hook.count("/s"));
+}

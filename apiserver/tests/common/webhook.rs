@@ -72,6 +72,8 @@ pub struct Hook {
     pub addr: SocketAddr,
     pub ca_b64: String,
     reviews: Arc<Mutex<Vec<(String, Value)>>>,
+    /// TCP connections accepted so far.
+    pub connections: Arc<std::sync::atomic::AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -117,11 +119,14 @@ pub async fn start_hook(answer: impl Fn(&str, &Value) -> Reply + Send + Sync + '
     let addr = listener.local_addr().unwrap();
     let reviews: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
     let rec = reviews.clone();
+    let connections: Arc<std::sync::atomic::AtomicUsize> = Arc::default();
+    let accepted = connections.clone();
     let task = tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
                 return;
             };
+            accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let (acceptor, answer, rec) = (acceptor.clone(), answer.clone(), rec.clone());
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else {
@@ -158,6 +163,7 @@ pub async fn start_hook(answer: impl Fn(&str, &Value) -> Reply + Send + Sync + '
         addr,
         ca_b64: base64::engine::general_purpose::STANDARD.encode(pki.ca_pem.as_bytes()),
         reviews,
+        connections,
         task,
     }
 }
