@@ -1419,3 +1419,50 @@ async fn concurrent_writes_during_slow_webhooks_are_not_lost() {
     // The write that lost the race was admitted again on the new object.
     assert!(hook.count("/s") >= 3, "{}", hook.count("/s"));
 }
+
+#[tokio::test]
+async fn stored_configurations_with_unsafe_side_effects_refuse_dry_run() {
+    // v1 rejects sideEffects Unknown on create, so such a configuration can only come
+    // from stored data: seed a durable store with one, then start the server on it.
+    let hook = start_hook(|_, r| allow(r)).await;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = gantry_apiserver::storage::Store::open(Some(dir.path()), 100).unwrap();
+        let mut h = webhook("unsafe.example.com", &hook.url("/u"), &hook.ca_b64);
+        h["sideEffects"] = json!("Unknown");
+        let mut cfg = configuration("ValidatingWebhookConfiguration", "unsafe", vec![h]);
+        cfg["metadata"]["uid"] = json!("00000000-0000-0000-0000-000000000001");
+        let key =
+            "admissionregistration.k8s.io/validatingwebhookconfigurations//unsafe".to_string();
+        store
+            .commit(|_| {
+                Ok::<_, std::convert::Infallible>((
+                    (),
+                    vec![gantry_apiserver::storage::Write::Put(key, cfg)],
+                ))
+            })
+            .unwrap()
+            .unwrap();
+    }
+    let s = server_with(gantry_apiserver::Config {
+        data_dir: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    })
+    .await;
+    let a = s.addr();
+    let r = req(a, "POST", &format!("{CM}?dryRun=All"), Some(&cm("x"))).await;
+    let st = assert_status(&r, 400, "BadRequest");
+    assert_eq!(
+        st["message"],
+        "admission webhook \"unsafe.example.com\" does not support dry run"
+    );
+    assert_eq!(hook.count("/u"), 0);
+    // Real requests call it.
+    assert_eq!(req(a, "POST", CM, Some(&cm("x"))).await.status, 201);
+    assert_eq!(hook.count("/u"), 1);
+    // Updating the configuration keeps the value it already had (kube's ratcheting).
+    let mut cfg = req(a, "GET", &format!("{VWC}/unsafe"), None).await.json();
+    cfg["webhooks"][0]["timeoutSeconds"] = json!(5);
+    let r = req(a, "PUT", &format!("{VWC}/unsafe"), Some(&cfg)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
