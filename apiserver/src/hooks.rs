@@ -1,6 +1,6 @@
 //! Kind-specific behaviour on create and update (what kube's per-kind strategies do):
 //! namespaces get the `kubernetes` finalizer and a phase, CRDs are validated and
-//! their status is computed.
+//! their status is computed, webhook configurations are validated.
 
 use serde_json::{Value, json};
 
