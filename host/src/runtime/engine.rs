@@ -63,7 +63,14 @@ pub fn build_engine(settings: &EngineSettings) -> anyhow::Result<(Engine, Alloca
             .max_memory_size(settings.max_memory_bytes)
             .max_core_instances_per_component(32)
             .max_memories_per_component(4)
-            .max_tables_per_component(16);
+            .max_tables_per_component(16)
+            // A slot's memory is reset between calls. Zeroing the first MiB
+            // in place costs less than handing it back to the kernel and
+            // taking a page fault per page on the next call (the largest cost
+            // of a call in `perf`; see docs/benchmarks.md). At most
+            // `total_memories` MiB stay resident.
+            .linear_memory_keep_resident(4 << 20)
+            .table_keep_resident(64 << 10);
         let mut config = base_config();
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         match Engine::new(&config) {
