@@ -109,6 +109,7 @@ pub fn render_metrics(metrics: &Metrics) -> String {
                 .inc_by(n);
         }
     }
+    crate::policy::PolicyMetrics::global().register(&mut registry);
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &registry)
         .expect("writing to a String cannot fail");

@@ -50,6 +50,8 @@ pub struct OperatorArgs {
     /// Seconds between renewals and between attempts to acquire.
     #[arg(long, default_value_t = 2)]
     lease_retry_secs: u64,
+    #[command(flatten)]
+    webhook: super::webhook::WebhookArgs,
 }
 
 impl OperatorArgs {
@@ -143,7 +145,7 @@ pub fn run(args: RunArgs) -> ExitCode {
                 None => kube::Config::infer().await?,
             };
             let client = kube::Client::try_from(config)?;
-            operate(client, &args.operator, "0.0.0.0:8080").await
+            operate(client, &args.operator, "0.0.0.0:8080", false).await
         })
     }))
 }
@@ -199,7 +201,7 @@ async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
     println!(
         "gantry dev: try `kubectl get memcacheds,databases,deployments,statefulsets -A`; Ctrl-C stops"
     );
-    let result = operate(client, &args.operator, "127.0.0.1:0").await;
+    let result = operate(client, &args.operator, "127.0.0.1:0", true).await;
     server.shutdown().await;
     result
 }
@@ -209,6 +211,7 @@ async fn operate(
     client: kube::Client,
     args: &OperatorArgs,
     default_health: &str,
+    local: bool,
 ) -> anyhow::Result<()> {
     Shard::new(args.shard_index, args.shard_count).map_err(anyhow::Error::msg)?;
     let runtime = plugin_runtime()?;
@@ -265,7 +268,20 @@ async fn operate(
             None => shutdown_signal().await,
         }
     };
+    let (policies_stop, policies_stopped) = tokio::sync::oneshot::channel::<()>();
+    options.policies = super::webhook::start_policies(
+        &client,
+        &runtime,
+        &args.namespace,
+        &args.webhook,
+        local,
+        async move {
+            let _ = policies_stopped.await;
+        },
+    )
+    .await?;
     let result = run_operator(client, runtime, options, metrics, stop).await;
+    let _ = policies_stop.send(());
     if let Some(task) = health {
         task.abort();
     }

@@ -144,7 +144,9 @@ fn refusal(reason: &'static str, message: impl Into<String>) -> Refusal {
     }
 }
 
-fn content_of(cm: &ConfigMap) -> u64 {
+/// A fingerprint of what a binding ConfigMap holds (data, and binaryData by
+/// digest): metadata changes such as our own annotation are not news.
+pub(crate) fn content_of(cm: &ConfigMap) -> u64 {
     let binary: Vec<(String, String)> = cm
         .binary_data
         .iter()

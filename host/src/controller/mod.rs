@@ -54,6 +54,8 @@ pub struct OperatorOptions {
     /// nothing; on becoming leader it reconciles every parent. `None`:
     /// always leading.
     pub leading: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Admission policies in service, for bindings' `guardrailPolicies`.
+    pub policies: crate::policy::Policies,
 }
 
 impl Default for OperatorOptions {
@@ -67,6 +69,7 @@ impl Default for OperatorOptions {
             reporter: "gantry".into(),
             shard: shard::Shard::default(),
             leading: None,
+            policies: crate::policy::Policies::default(),
         }
     }
 }
@@ -107,6 +110,15 @@ pub enum ReconcileError {
     /// The plugin's output broke the guardrails.
     #[error("plugin output rejected by guardrails: {}", .0.join("; "))]
     Guardrails(Vec<String>),
+    /// A guardrail policy denied a desired child, could not judge it, or
+    /// is not in service.
+    #[error("{}", .messages.join("; "))]
+    PolicyDenied {
+        /// One message per denial.
+        messages: Vec<String>,
+        /// Whether a retry may pass (a policy not loaded yet).
+        retryable: bool,
+    },
     /// A desired child exists but is controlled by something else.
     #[error("{child} exists and is controlled by {owner}, not by this parent")]
     NotOwned {
@@ -143,6 +155,7 @@ impl ReconcileError {
         match self {
             Self::Plugin(e) => e.reason(),
             Self::Guardrails(_) => "GuardrailViolation".into(),
+            Self::PolicyDenied { .. } => "PolicyDenied".into(),
             Self::NotOwned { .. } => "ChildNotOwned".into(),
             Self::Apply { .. } => "ApplyFailed".into(),
             Self::Kube(_) => "ApiError".into(),
@@ -157,6 +170,7 @@ impl ReconcileError {
         match self {
             Self::Plugin(e) => e.retryable(),
             Self::Guardrails(_) | Self::NotOwned { .. } => false,
+            Self::PolicyDenied { retryable, .. } => *retryable,
             _ => true,
         }
     }
