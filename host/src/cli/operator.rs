@@ -183,6 +183,9 @@ async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
     for example in crate::dev::EXAMPLES {
         crate::dev::install_example(&client, example, &options.namespace).await?;
     }
+    for example in crate::dev::POLICY_EXAMPLES {
+        crate::dev::install_policy_example(&client, example, &options.namespace).await?;
+    }
     if !args.no_samples {
         for example in crate::dev::EXAMPLES {
             crate::dev::apply_file(
