@@ -38,10 +38,8 @@ struct Cluster {
     operator: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
-fn stopped(mut rx: watch::Receiver<bool>) -> impl std::future::Future<Output = ()> {
-    async move {
-        let _ = rx.wait_for(|s| *s).await;
-    }
+async fn stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
 }
 
 impl Cluster {
