@@ -638,64 +638,6 @@ async fn related_objects_reach_the_plugin_and_their_changes_trigger_it() {
     env.stop().await;
 }
 
-/// A plain HTTP/1.0 GET on loopback: status code and body.
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let code = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (code, body)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn health_and_metrics_endpoints_report_the_operator() {
-    let env = Env::start().await;
-    let runtime = gantry::runtime::Runtime::with_defaults().unwrap();
-    let (addr, _task) =
-        gantry::health::serve("127.0.0.1:0".parse().unwrap(), env.metrics.clone(), runtime)
-            .await
-            .unwrap();
-    assert_eq!(http_get(addr, "/livez").await.0, 200);
-    eventually("ready", || async {
-        (http_get(addr, "/readyz").await.0 == 200).then_some(())
-    })
-    .await;
-    env.install_example("memcached").await;
-    env.apply(memcached("mc", 1)).await;
-    let deployments = env.api("apps/v1", "Deployment", "deployments", Some("default"));
-    eventually("the Deployment", || async {
-        get_json(&deployments, "mc").await
-    })
-    .await;
-    let body = eventually("reconciles counted", || async {
-        let (_, body) = http_get(addr, "/metrics").await;
-        body.contains("gantry_reconciles_total{binding=\"memcached\"}")
-            .then_some(body)
-    })
-    .await;
-    for name in [
-        "gantry_applies_total{binding=\"memcached\"} 1",
-        "gantry_plugin_loads_total{binding=\"memcached\"} 1",
-        "gantry_ready 1",
-    ] {
-        assert!(body.contains(name), "missing {name:?} in\n{body}");
-    }
-    env.stop().await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_binding_for_a_kind_not_served_is_refused_until_it_is() {
     let env = Env::start().await;

@@ -6,6 +6,15 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = gantry::cli::Cli::parse();
-    gantry::telemetry::init(cli.log_format);
+    let export = gantry::telemetry::TraceExport {
+        otlp_endpoint: cli.otlp_endpoint.clone(),
+    };
+    let _telemetry = match gantry::telemetry::init(cli.log_format, &export) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("error: setting up telemetry: {e:#}");
+            return ExitCode::from(gantry::cli::exit::OTHER);
+        }
+    };
     gantry::cli::run(cli)
 }

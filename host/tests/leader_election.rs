@@ -2,17 +2,16 @@
 //! leader reconciles; when it is killed, the other takes over and every
 //! parent converges.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Child;
 
-use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use serde_json::json;
 
-const NAMESPACE: &str = "gantry-system";
+mod common;
+
+use common::{NAMESPACE, cluster, memcached, sigterm, wait_for};
 
 /// Start `gantry run --leader-elect` as `identity`, logging to `log`, with
 /// `extra` flags.
@@ -23,48 +22,25 @@ fn operator(
     extra: &[&str],
     rust_log: &str,
 ) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_gantry"))
-        .args(["run", "--kubeconfig"])
-        .arg(kubeconfig)
-        .args([
-            "--namespace",
-            NAMESPACE,
-            "--leader-elect",
-            "--lease-duration-secs",
-            "2",
-        ])
-        .args(["--lease-retry-secs", "1", "--health-addr", "off"])
-        .args(extra)
-        .env("HOSTNAME", identity)
-        .env("RUST_LOG", rust_log)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .expect("start gantry run")
-}
-
-/// An embedded API server with the memcached example installed, and a
-/// kubeconfig for it in `dir`.
-async fn cluster(dir: &Path) -> (ApiServerHandle, kube::Client, PathBuf) {
-    let server = ApiServer::start(Config::default()).await.unwrap();
-    let client = server.client();
-    let kubeconfig = dir.join("kubeconfig");
-    server.write_kubeconfig(&kubeconfig).unwrap();
-    gantry::dev::install_example(&client, "memcached", NAMESPACE)
-        .await
-        .unwrap();
-    (server, client, kubeconfig)
-}
-
-async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let mut args = vec![
+        "--leader-elect",
+        "--lease-duration-secs",
+        "2",
+        "--lease-retry-secs",
+        "1",
+        "--health-addr",
+        "off",
+        "--log-format",
+        "text",
+    ];
+    args.extend_from_slice(extra);
+    common::gantry_run(
+        kubeconfig,
+        log,
+        &args,
+        &[("HOSTNAME", identity), ("RUST_LOG", rust_log)],
+        false,
+    )
 }
 
 async fn holder(leases: &Api<Lease>) -> Option<String> {
@@ -79,7 +55,7 @@ async fn holder(leases: &Api<Lease>) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_leader_reconciles_and_the_other_takes_over() {
     let dir = tempfile::tempdir().unwrap();
-    let (server, client, kubeconfig) = cluster(dir.path()).await;
+    let (server, client, kubeconfig) = cluster(dir.path(), Some("memcached")).await;
 
     let logs = [dir.path().join("a.log"), dir.path().join("b.log")];
     let mut children = [
@@ -89,10 +65,6 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
     let leases: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
     let leader = wait_for("a leader", async || holder(&leases).await).await;
 
-    let memcached = |name: &str| {
-        json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
-        "metadata": {"name": name, "namespace": "default"}, "spec": {"size": 1}})
-    };
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
     gantry::dev::apply_object(&client, &memcached("first"))
         .await
@@ -147,14 +119,7 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
 
     // SIGTERM: the new leader releases the lease and exits 0.
     let survivor = &mut children[1 - index];
-    let pid = survivor.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    sigterm(survivor);
     let status = survivor.wait().unwrap();
     assert!(status.success(), "graceful exit: {status:?}");
     assert_eq!(holder(&leases).await, None, "the lease was released");
@@ -166,7 +131,7 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_shards_split_the_parents() {
     let dir = tempfile::tempdir().unwrap();
-    let (server, client, kubeconfig) = cluster(dir.path()).await;
+    let (server, client, kubeconfig) = cluster(dir.path(), Some("memcached")).await;
     let logs = [dir.path().join("0.log"), dir.path().join("1.log")];
     let mut children: Vec<Child> = (0..2)
         .map(|i| {
@@ -183,9 +148,9 @@ async fn two_shards_split_the_parents() {
         .collect();
     let names: Vec<String> = (0..12).map(|n| format!("mc-{n}")).collect();
     for name in &names {
-        let object = json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
-            "metadata": {"name": name, "namespace": "default"}, "spec": {"size": 1}});
-        gantry::dev::apply_object(&client, &object).await.unwrap();
+        gantry::dev::apply_object(&client, &memcached(name))
+            .await
+            .unwrap();
     }
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
     for name in &names {

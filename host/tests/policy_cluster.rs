@@ -385,13 +385,15 @@ async fn guardrail_policies_refuse_a_privileged_pod_from_a_reconcile_plugin() {
             && message.contains("container \"main\" is privileged"),
         "{message}"
     );
-    let events = cluster.events("default", "root").await;
-    assert!(
-        events
-            .iter()
-            .any(|(reason, note)| reason == "PolicyDenied" && note.contains("is privileged")),
-        "{events:?}"
-    );
+    // The Event follows the status write.
+    eventually("the PolicyDenied Event", || async {
+        cluster
+            .events("default", "root")
+            .await
+            .into_iter()
+            .find(|(reason, note)| reason == "PolicyDenied" && note.contains("is privileged"))
+    })
+    .await;
     assert!(
         pods.get_opt("root").await.unwrap().is_none(),
         "nothing applied"
@@ -404,10 +406,15 @@ async fn guardrail_policies_refuse_a_privileged_pod_from_a_reconcile_plugin() {
             >= 1
     );
 
-    // Unprivileged again: the Pod is applied and Synced turns True.
-    gantry::dev::apply_object(&cluster.client, &runner("root", false))
-        .await
-        .unwrap();
+    // The policy switched to monitor mode: the parents it guards are
+    // reconciled again at once, and the denial no longer blocks.
+    cluster
+        .bind_policy(
+            "no-privileged",
+            "disallow-privileged",
+            &format!("{DISALLOW_PRIVILEGED}mode: monitor\n"),
+        )
+        .await;
     eventually("the root runner's Pod", || async {
         pods.get_opt("root").await.unwrap()
     })

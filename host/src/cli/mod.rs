@@ -27,10 +27,14 @@ pub struct Cli {
         long,
         global = true,
         value_enum,
-        default_value = "text",
+        default_value = "auto",
         env = "GANTRY_LOG_FORMAT"
     )]
     pub log_format: LogFormat,
+    /// Export traces with OTLP over HTTP to this collector (base URL, e.g.
+    /// http://otel-collector:4318; spans go to /v1/traces).
+    #[arg(long, global = true, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
     #[command(subcommand)]
     command: Command,
 }

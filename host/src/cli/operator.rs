@@ -219,6 +219,7 @@ async fn operate(
     Shard::new(args.shard_index, args.shard_count).map_err(anyhow::Error::msg)?;
     let runtime = plugin_runtime()?;
     let metrics = Arc::new(Metrics::default());
+    let mut options = args.options();
     let health_addr = args.health_addr.as_deref().unwrap_or(default_health);
     let health = if health_addr == "off" {
         None
@@ -226,7 +227,13 @@ async fn operate(
         let addr = health_addr
             .parse()
             .with_context(|| format!("--health-addr {health_addr:?}"))?;
-        let (bound, task) = crate::health::serve(addr, metrics.clone(), runtime.clone()).await?;
+        let (bound, task) = crate::health::serve(
+            addr,
+            metrics.clone(),
+            runtime.clone(),
+            options.readiness.clone(),
+        )
+        .await?;
         println!("gantry: health and metrics at http://{bound}/metrics");
         Some(task)
     };
@@ -251,47 +258,49 @@ async fn operate(
     // A follower loads its bindings and warms its caches at once; it
     // reconciles from the moment the Lease is its own.
     let (leading_tx, leading_rx) = tokio::sync::watch::channel(false);
-    let mut options = args.options();
     options.leading = elector.as_ref().map(|_| leading_rx);
-    let lost = std::sync::atomic::AtomicBool::new(false);
-    let stop = async {
+    // Leadership is held (renewed) until the operator has drained after
+    // SIGTERM, so no other replica starts while reconciles finish.
+    let leadership = async {
         match &elector {
             Some(elector) => {
                 tracing::info!(lease = %elector.config().name, identity = %elector.config().identity, "standing by until this replica holds the Lease");
-                tokio::select! {
-                    () = shutdown_signal() => {}
-                    () = async {
-                        elector.acquire().await;
-                        tracing::info!("became the leader");
-                        let _ = leading_tx.send(true);
-                        elector.hold().await;
-                    } => lost.store(true, std::sync::atomic::Ordering::Relaxed),
-                }
+                elector.acquire().await;
+                tracing::info!("became the leader");
+                let _ = leading_tx.send(true);
+                elector.hold().await;
             }
-            None => shutdown_signal().await,
+            None => std::future::pending().await,
         }
     };
     let (policies_stop, policies_stopped) = tokio::sync::oneshot::channel::<()>();
+    let policy_metrics = Arc::new(crate::policy::PolicyMetrics::default());
+    metrics.register(|registry| policy_metrics.register(registry));
     options.policies = super::webhook::start_policies(
         &client,
         &runtime,
         &args.namespace,
         &args.webhook,
         local,
+        policy_metrics,
         async move {
             let _ = policies_stopped.await;
         },
     )
     .await?;
-    let result = run_operator(client, runtime, options, metrics, stop).await;
+    let result = tokio::select! {
+        result = run_operator(client, runtime, options, metrics, shutdown_signal()) => result,
+        () = leadership => Err(anyhow::anyhow!(
+            "lost the leader Lease; exiting so that a new replica takes over"
+        )),
+    };
+    // The webhooks answered while in-flight reconciles drained.
     let _ = policies_stop.send(());
     if let Some(task) = health {
         task.abort();
     }
-    if lost.load(std::sync::atomic::Ordering::Relaxed) {
-        anyhow::bail!("lost the leader Lease; exiting so that a new replica takes over");
-    }
-    if let Some(elector) = &elector
+    if result.is_ok()
+        && let Some(elector) = &elector
         && let Err(e) = elector.release().await
     {
         tracing::warn!(error = %e, "could not release the leader Lease");

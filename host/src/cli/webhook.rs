@@ -71,17 +71,19 @@ fn url_host(url: &str) -> Option<String> {
 
 /// Start the policy manager over the bindings in `namespace`, and as
 /// `args` (and `local`, for `gantry dev`) say the webhook server and the
-/// configuration sync; all stop when `shutdown` completes. Returns the
-/// policies in service, for the guardrails.
+/// configuration sync; all stop when `shutdown` completes. Evaluations
+/// are counted in `metrics`. Returns the policies in service, for the
+/// guardrails.
 pub async fn start_policies(
     client: &kube::Client,
     runtime: &Runtime,
     namespace: &str,
     args: &WebhookArgs,
     local: bool,
+    metrics: std::sync::Arc<PolicyMetrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Policies> {
-    let policies = Policies::new(PolicyMetrics::global().clone());
+    let policies = Policies::new(metrics);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;

@@ -7,6 +7,7 @@ use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use super::ReconcileError;
 use super::binding::CHILD_LABEL;
@@ -112,6 +113,7 @@ pub async fn apply_children(
             &PatchParams::apply(&manager).force(),
             &Patch::Apply(&object),
         )
+        .instrument(tracing::info_span!("apply", child = %child.display()))
         .await
         .map_err(|e| ReconcileError::Apply {
             child: child.display(),

@@ -34,9 +34,6 @@ use crate::runtime::{ReconcilerPlugin, Runtime};
 /// How often bindings that failed for a reason that may pass (a kind not
 /// served yet) are tried again.
 const RETRY_EVERY: Duration = Duration::from_secs(5);
-/// How long a stopping controller may take to finish in-flight reconciles.
-const STOP_GRACE: Duration = Duration::from_secs(30);
-
 /// Run the operator until `shutdown` completes: then stop taking new work,
 /// let in-flight reconciles finish, and return.
 pub async fn run_operator(
@@ -52,6 +49,7 @@ pub async fn run_operator(
     };
     let recorder = Recorder::new(client.clone(), reporter);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), &options.namespace);
+    options.readiness.set_leading(options.leading.clone());
     let shared = Arc::new(Shared::new(options, metrics));
     let mut manager = Manager {
         client,
@@ -67,6 +65,7 @@ pub async fn run_operator(
     let mut initial: Vec<ConfigMap> = Vec::new();
     let mut retry = tokio::time::interval(RETRY_EVERY);
     let mut leading = manager.shared.options.leading.clone();
+    let mut policy_changes = manager.shared.options.policies.subscribe();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -77,6 +76,7 @@ pub async fn run_operator(
                     manager.reconcile_all();
                 }
             }
+            Ok(()) = policy_changes.changed() => manager.reconcile_guarded(),
             _ = retry.tick() => manager.retry_refused().await,
             event = events.next() => match event {
                 Some(Ok(watcher::Event::Init)) => initial.clear(),
@@ -90,6 +90,7 @@ pub async fn run_operator(
                     }
                     manager.forget_missing(&seen).await;
                     manager.shared.metrics.set_ready(true);
+                    manager.shared.options.readiness.set_loaded(true);
                 }
                 Some(Ok(watcher::Event::Apply(cm))) => manager.upsert(cm).await,
                 Some(Ok(watcher::Event::Delete(cm))) => manager.remove(&cm.name_any()).await,
@@ -99,6 +100,7 @@ pub async fn run_operator(
         }
     }
     manager.shared.metrics.set_ready(false);
+    manager.shared.options.readiness.set_loaded(false);
     manager.stop_all().await;
     Ok(())
 }
@@ -159,7 +161,7 @@ pub(crate) fn content_of(cm: &ConfigMap) -> u64 {
 impl Manager {
     async fn upsert(&mut self, cm: ConfigMap) {
         self.upsert_inner(cm).await;
-        self.shared.metrics.set_active_bindings(self.active.len());
+        self.publish_bindings();
     }
 
     async fn upsert_inner(&mut self, cm: ConfigMap) {
@@ -185,7 +187,9 @@ impl Manager {
                     .and_then(|t| binding::parse_spec(t).ok())
                     .map(|s| s.name)
                     .unwrap_or_else(|| name.clone());
-                self.shared.metrics.record_plugin_load(&binding, false);
+                self.shared
+                    .metrics
+                    .record_plugin_load(&binding, false, false);
                 let serving = if self.active.contains_key(&name) {
                     "; the previous version keeps serving"
                 } else {
@@ -210,10 +214,30 @@ impl Manager {
         }
     }
 
+    /// Tell the metrics and the readiness probe which bindings serve.
+    fn publish_bindings(&self) {
+        self.shared.metrics.set_active_bindings(self.active.len());
+        self.shared.options.readiness.set_bindings(
+            self.active
+                .values()
+                .map(|a| (a.spec.name.clone(), a.ctx.clone())),
+        );
+    }
+
     /// Reconcile every parent of every binding (e.g. on becoming leader).
     fn reconcile_all(&self) {
         for active in self.active.values() {
             let _ = active.reconcile_all.send(());
+        }
+    }
+
+    /// Reconcile every parent of the bindings with guardrail policies: a
+    /// policy came, went or changed.
+    fn reconcile_guarded(&self) {
+        for active in self.active.values() {
+            if !active.spec.guardrail_policies.is_empty() {
+                let _ = active.reconcile_all.send(());
+            }
         }
     }
 
@@ -262,6 +286,7 @@ impl Manager {
             plugin: plugin.clone(),
             spec: spec.clone(),
         };
+        let swapped = self.active.contains_key(&cm_name);
         match self.active.get_mut(&cm_name) {
             Some(active) if active.spec.same_watches(&spec) => {
                 // Atomic swap: in-flight reconciles keep the version they
@@ -278,7 +303,9 @@ impl Manager {
                 }
             }
         }
-        self.shared.metrics.record_plugin_load(&spec.name, true);
+        self.shared
+            .metrics
+            .record_plugin_load(&spec.name, true, swapped);
         tracing::info!(configmap = %cm_name, binding = %spec.name, digest = %plugin.digest(), "plugin in service");
         self.annotate(&cm_name, plugin.digest()).await;
         self.event(
@@ -313,7 +340,7 @@ impl Manager {
 
     async fn remove(&mut self, cm_name: &str) {
         self.remove_inner(cm_name).await;
-        self.shared.metrics.set_active_bindings(self.active.len());
+        self.publish_bindings();
     }
 
     async fn remove_inner(&mut self, cm_name: &str) {
@@ -526,12 +553,14 @@ impl Manager {
 }
 
 /// Stop a controller: no new reconciles; in-flight ones may finish (up to
-/// [`STOP_GRACE`]). Requeues scheduled for later are dropped.
+/// the reconcile timeout, the longest one may take). Requeues scheduled for
+/// later are dropped.
 async fn stop(mut active: Active) {
     if let Some(stop) = active.stop.take() {
         let _ = stop.send(());
     }
-    let deadline = tokio::time::Instant::now() + STOP_GRACE;
+    let grace = active.ctx.shared.options.reconcile_timeout;
+    let deadline = tokio::time::Instant::now() + grace;
     while !active.task.is_finished()
         && active.ctx.in_flight() > 0
         && tokio::time::Instant::now() < deadline

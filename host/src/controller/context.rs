@@ -328,19 +328,9 @@ impl BindingContext {
     /// before its first list was seen to miss the wake-up and sit out the
     /// whole timeout (kube-runtime 5).
     pub async fn caches_ready(&self, timeout: Duration) -> bool {
-        use futures::FutureExt;
         let deadline = tokio::time::Instant::now() + timeout;
-        let stores: Vec<&Store<DynamicObject>> = self
-            .children
-            .iter()
-            .map(|c| &c.store)
-            .chain(self.related.iter().map(|r| &r.store))
-            .collect();
         loop {
-            if stores
-                .iter()
-                .all(|s| s.wait_until_ready().now_or_never().is_some())
-            {
+            if self.children_and_related_synced() {
                 return true;
             }
             if tokio::time::Instant::now() >= deadline {
@@ -348,6 +338,22 @@ impl BindingContext {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    fn children_and_related_synced(&self) -> bool {
+        use futures::FutureExt;
+        self.children
+            .iter()
+            .map(|c| &c.store)
+            .chain(self.related.iter().map(|r| &r.store))
+            .all(|s| s.wait_until_ready().now_or_never().is_some())
+    }
+
+    /// Whether the parent, child and related caches have all been listed.
+    pub fn caches_synced(&self) -> bool {
+        use futures::FutureExt;
+        self.parents.wait_until_ready().now_or_never().is_some()
+            && self.children_and_related_synced()
     }
 
     /// The trigger describing `obj` as a child or related object.

@@ -17,6 +17,7 @@ pub mod guardrails;
 pub mod intent;
 pub mod leader;
 pub mod metrics;
+pub mod readiness;
 pub mod reconcile;
 pub mod shard;
 pub mod status;
@@ -29,6 +30,7 @@ use tokio::sync::Semaphore;
 
 pub use bindings::run_operator;
 pub use metrics::Metrics;
+pub use readiness::Readiness;
 
 use crate::runtime::CallError;
 
@@ -54,6 +56,8 @@ pub struct OperatorOptions {
     /// nothing; on becoming leader it reconciles every parent. `None`:
     /// always leading.
     pub leading: Option<tokio::sync::watch::Receiver<bool>>,
+    /// What `/readyz` reads.
+    pub readiness: Arc<Readiness>,
     /// Admission policies in service, for bindings' `guardrailPolicies`.
     pub policies: crate::policy::Policies,
 }
@@ -69,6 +73,7 @@ impl Default for OperatorOptions {
             reporter: "gantry".into(),
             shard: shard::Shard::default(),
             leading: None,
+            readiness: Arc::default(),
             policies: crate::policy::Policies::default(),
         }
     }
@@ -110,15 +115,13 @@ pub enum ReconcileError {
     /// The plugin's output broke the guardrails.
     #[error("plugin output rejected by guardrails: {}", .0.join("; "))]
     Guardrails(Vec<String>),
-    /// A guardrail policy denied a desired child, could not judge it, or
-    /// is not in service.
-    #[error("{}", .messages.join("; "))]
-    PolicyDenied {
-        /// One message per denial.
-        messages: Vec<String>,
-        /// Whether a retry may pass (a policy not loaded yet).
-        retryable: bool,
-    },
+    /// A guardrail policy denied a desired child (or could not judge it
+    /// and its failurePolicy is Fail).
+    #[error("{}", .0.join("; "))]
+    PolicyDenied(Vec<String>),
+    /// A guardrail policy the binding names is not in service (yet).
+    #[error("{}", .0.join("; "))]
+    PolicyUnavailable(Vec<String>),
     /// A desired child exists but is controlled by something else.
     #[error("{child} exists and is controlled by {owner}, not by this parent")]
     NotOwned {
@@ -155,7 +158,8 @@ impl ReconcileError {
         match self {
             Self::Plugin(e) => e.reason(),
             Self::Guardrails(_) => "GuardrailViolation".into(),
-            Self::PolicyDenied { .. } => "PolicyDenied".into(),
+            Self::PolicyDenied(_) => "PolicyDenied".into(),
+            Self::PolicyUnavailable(_) => "GuardrailPolicyUnavailable".into(),
             Self::NotOwned { .. } => "ChildNotOwned".into(),
             Self::Apply { .. } => "ApplyFailed".into(),
             Self::Kube(_) => "ApiError".into(),
@@ -169,8 +173,7 @@ impl ReconcileError {
     pub fn retryable(&self) -> bool {
         match self {
             Self::Plugin(e) => e.retryable(),
-            Self::Guardrails(_) | Self::NotOwned { .. } => false,
-            Self::PolicyDenied { retryable, .. } => *retryable,
+            Self::Guardrails(_) | Self::NotOwned { .. } | Self::PolicyDenied(_) => false,
             _ => true,
         }
     }

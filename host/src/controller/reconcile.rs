@@ -9,6 +9,7 @@ use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType as KubeEventType};
 use kube::{Resource, ResourceExt};
+use tracing::Instrument;
 
 use super::context::{BindingContext, object_key};
 use super::guardrails::{self, DesiredChild};
@@ -25,14 +26,26 @@ pub async fn reconcile(
     }
     let _in_flight = ctx.start_reconcile();
     let timeout = ctx.shared.options.reconcile_timeout;
+    let metrics = &ctx.shared.metrics;
+    let queued = metrics.queued(&ctx.name);
     let _permit = ctx
         .shared
         .reconciles
         .acquire()
         .await
         .map_err(|_| ReconcileError::ShuttingDown)?;
+    drop(queued);
+    let _running = metrics.running(&ctx.name);
     let started = std::time::Instant::now();
-    let result = match tokio::time::timeout(timeout, reconcile_inner(&parent, &ctx)).await {
+    let span = tracing::info_span!(
+        "reconcile",
+        binding = %ctx.name,
+        object = %object_key(&parent),
+        trace_id = tracing::field::Empty,
+    );
+    crate::telemetry::record_trace_id(&span);
+    let inner = reconcile_inner(&parent, &ctx).instrument(span);
+    let result = match tokio::time::timeout(timeout, inner).await {
         Ok(result) => result,
         Err(_) => Err(ReconcileError::Timeout(timeout)),
     };
@@ -85,12 +98,27 @@ async fn reconcile_inner(
         trigger,
     };
 
-    let response = match current.plugin.reconcile(request, spec.call_limits()).await {
+    let plugin = &current.plugin;
+    let called = std::time::Instant::now();
+    let result = plugin
+        .reconcile(request, spec.call_limits())
+        .instrument(tracing::info_span!(
+            "plugin_call",
+            plugin = plugin.name(),
+            digest = plugin.digest()
+        ))
+        .await;
+    ctx.shared
+        .metrics
+        .record_plugin_call(plugin.name(), plugin.digest(), called.elapsed());
+    let response = match result {
         Ok(response) => response,
         Err(error) => {
-            ctx.shared
-                .metrics
-                .record_plugin_failure(&ctx.name, error.kind());
+            ctx.shared.metrics.record_plugin_failure(
+                &ctx.name,
+                error.kind(),
+                error.is_limit_breach(),
+            );
             return fail(
                 ctx,
                 parent,
@@ -137,6 +165,7 @@ async fn reconcile_inner(
                 digest: current.plugin.digest(),
             },
         )
+        .instrument(tracing::info_span!("status"))
         .await?;
     } else {
         warn_no_status(ctx, parent).await;
@@ -158,7 +187,9 @@ async fn write_children(
     desired: &[DesiredChild],
 ) -> Result<(), ReconcileError> {
     let stats = apply::apply_children(ctx, parent, desired).await?;
-    let pruned = apply::prune_children(ctx, parent, desired).await?;
+    let pruned = apply::prune_children(ctx, parent, desired)
+        .instrument(tracing::info_span!("prune"))
+        .await?;
     ctx.shared
         .metrics
         .record_writes(&ctx.name, stats.applied, stats.skipped, pruned);

@@ -108,10 +108,7 @@ fn lookup(
         Ok(found)
     } else {
         // It may be on its way (policies load beside reconcile bindings).
-        Err(ReconcileError::PolicyDenied {
-            messages: missing,
-            retryable: true,
-        })
+        Err(ReconcileError::PolicyUnavailable(missing))
     }
 }
 
@@ -194,9 +191,6 @@ pub async fn check(
     if denials.is_empty() {
         Ok(())
     } else {
-        Err(ReconcileError::PolicyDenied {
-            messages: denials,
-            retryable: false,
-        })
+        Err(ReconcileError::PolicyDenied(denials))
     }
 }

@@ -1,5 +1,6 @@
-//! Metrics per policy, as prometheus-client families. Register them into
-//! a registry prefixed `gantry` (as `/metrics` uses) to get:
+//! Metrics per policy, as prometheus-client families. `gantry run` and
+//! `gantry dev` register them into the operator's registry (prefixed
+//! `gantry`, served on `/metrics`), giving:
 //!
 //! - `gantry_policy_evaluations_total{policy,mode,outcome}`: evaluations,
 //!   by what the policy said (`allowed`, `mutated`, `denied`, `error`);
@@ -11,7 +12,6 @@
 //!   (`timeout`, `out_of_memory`, `trap`, `contract_violation`,
 //!   `mutation_not_allowed`, `invalid_patch`, ...).
 
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -75,13 +75,6 @@ impl Default for PolicyMetrics {
 }
 
 impl PolicyMetrics {
-    /// The metrics of this process's webhook server and guardrails, as
-    /// `gantry run` and `gantry dev` use them.
-    pub fn global() -> &'static Arc<PolicyMetrics> {
-        static GLOBAL: OnceLock<Arc<PolicyMetrics>> = OnceLock::new();
-        GLOBAL.get_or_init(Arc::default)
-    }
-
     /// Register the families (names without the `gantry_` prefix, which the
     /// registry adds).
     pub fn register(&self, registry: &mut Registry) {

@@ -142,6 +142,20 @@ impl CallError {
         }
     }
 
+    /// Whether the sandbox stopped the call (a deadline, memory or output
+    /// limit, or a trap), as opposed to an error the plugin reported or a
+    /// broken contract.
+    pub fn is_limit_breach(&self) -> bool {
+        matches!(
+            self,
+            Self::Timeout { .. }
+                | Self::OutOfMemory { .. }
+                | Self::OutputTooLarge { .. }
+                | Self::TooManyChildren { .. }
+                | Self::Trap { .. }
+        )
+    }
+
     /// Whether a retry with the same input may succeed.
     pub fn retryable(&self) -> bool {
         match self {

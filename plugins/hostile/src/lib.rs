@@ -3,7 +3,8 @@
 //! It is written against the raw WIT bindings (not the SDK) so that it can
 //! also break the contract in ways the SDK would not let it. The binding's
 //! config picks the behaviour: `{"behaviour": "<name>"}` with one of
-//! `ok` (one ConfigMap `<parent>-fine`), `loop`, `memory-bomb`, `panic`, `oversized-output`,
+//! `ok` (one ConfigMap `<parent>-fine`), `slow` (like `ok` after `millis` of busy
+//! wall-clock time, default 1000), `loop`, `memory-bomb`, `panic`, `oversized-output`,
 //! `too-many-children`, `invalid-json`, `not-an-object`, `missing-name`,
 //! `echo` (a ConfigMap `<parent>-echo` naming the related and observed
 //! objects and the trigger), `chatty` (writes to stdout/stderr and the log; ConfigMap `<parent>-chatty`), `counter` (names its
@@ -71,6 +72,18 @@ mod component {
                         hoard.push(vec![1u8; 1 << 20]);
                         std::hint::black_box(&hoard);
                     }
+                }
+                "slow" => {
+                    // Busy for `millis` of wall-clock time, then like `ok`.
+                    let millis = serde_json::from_str::<Value>(&request.config)
+                        .ok()
+                        .and_then(|c| c.get("millis").and_then(Value::as_u64))
+                        .unwrap_or(1000);
+                    let started = std::time::Instant::now();
+                    while started.elapsed().as_millis() < u128::from(millis) {
+                        std::hint::spin_loop();
+                    }
+                    Ok(response(vec![config_map(&format!("{parent}-fine"))]))
                 }
                 "panic" => panic!("hostile plugin panics on purpose"),
                 "oversized-output" => {

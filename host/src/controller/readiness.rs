@@ -1,0 +1,80 @@
+//! What `/readyz` reports: the initial bindings are processed, the watch
+//! caches of every binding in service have synced, and this replica's role.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+
+use super::context::BindingContext;
+
+/// Readiness of the operator, shared with the health endpoint.
+#[derive(Default)]
+pub struct Readiness {
+    loaded: AtomicBool,
+    bindings: Mutex<BTreeMap<String, Arc<BindingContext>>>,
+    leading: Mutex<Option<watch::Receiver<bool>>>,
+}
+
+impl std::fmt::Debug for Readiness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Readiness")
+            .field("loaded", &self.loaded)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Readiness {
+    /// The initial bindings are processed (`true`), or the operator is
+    /// stopping (`false`).
+    pub fn set_loaded(&self, loaded: bool) {
+        self.loaded.store(loaded, Ordering::SeqCst);
+    }
+
+    /// The bindings in service now.
+    pub fn set_bindings(&self, bindings: impl IntoIterator<Item = (String, Arc<BindingContext>)>) {
+        *self.bindings.lock().unwrap() = bindings.into_iter().collect();
+    }
+
+    /// With leader election: whether this replica leads.
+    pub fn set_leading(&self, leading: Option<watch::Receiver<bool>>) {
+        *self.leading.lock().unwrap() = leading;
+    }
+
+    /// `leader`, `follower`, or `standalone` without leader election.
+    pub fn role(&self) -> &'static str {
+        match &*self.leading.lock().unwrap() {
+            None => "standalone",
+            Some(rx) if *rx.borrow() => "leader",
+            Some(_) => "follower",
+        }
+    }
+
+    /// Whether the operator is ready, and a line saying why (not).
+    pub fn report(&self) -> (bool, String) {
+        if !self.loaded.load(Ordering::SeqCst) {
+            return (false, "bindings not loaded yet".into());
+        }
+        let bindings = self.bindings.lock().unwrap();
+        let unsynced: Vec<&str> = bindings
+            .iter()
+            .filter(|(_, ctx)| !ctx.caches_synced())
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if !unsynced.is_empty() {
+            return (
+                false,
+                format!("caches not synced for bindings: {}", unsynced.join(", ")),
+            );
+        }
+        (
+            true,
+            format!(
+                "ok: {} bindings in service, caches synced, {}",
+                bindings.len(),
+                self.role()
+            ),
+        )
+    }
+}

@@ -1,0 +1,125 @@
+//! Helpers for tests that run `gantry run` as a process against an
+//! embedded API server.
+
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
+
+/// Namespace of the bindings.
+pub const NAMESPACE: &str = "gantry-system";
+
+/// Start `gantry run` against `kubeconfig` with `args`, stderr to `log`.
+/// With `stdout`, its stdout is piped (read it with [`health_address`]).
+pub fn gantry_run(
+    kubeconfig: &Path,
+    log: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    stdout: bool,
+) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_gantry"))
+        .args(["run", "--kubeconfig"])
+        .arg(kubeconfig)
+        .args(["--namespace", NAMESPACE])
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(if stdout {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("start gantry run")
+}
+
+/// The address `gantry run --health-addr 127.0.0.1:0` printed.
+pub fn health_address(child: &mut Child) -> String {
+    let stdout = child.stdout.take().expect("stdout piped");
+    let mut lines = BufReader::new(stdout).lines();
+    let line = lines
+        .next()
+        .expect("gantry printed its health address")
+        .unwrap();
+    let address = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    // Keep draining stdout so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    address
+}
+
+/// `GET path` on `address` over plain HTTP/1.0: (status, body).
+pub fn http_get(address: &str, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(address).expect("connect");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// An embedded API server with a kubeconfig for it in `dir`, and example
+/// `example` (its CRD and binding) installed unless `None`.
+pub async fn cluster(
+    dir: &Path,
+    example: Option<&str>,
+) -> (ApiServerHandle, kube::Client, PathBuf) {
+    let server = ApiServer::start(Config::default()).await.unwrap();
+    let client = server.client();
+    let kubeconfig = dir.join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    if let Some(example) = example {
+        gantry::dev::install_example(&client, example, NAMESPACE)
+            .await
+            .unwrap();
+    }
+    (server, client, kubeconfig)
+}
+
+/// Poll `check` every 100 ms until it returns a value (60 s at most).
+pub async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Send SIGTERM to `child`.
+pub fn sigterm(child: &Child) {
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+/// A Memcached parent named `name` in `default`.
+pub fn memcached(name: &str) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+        "metadata": {"name": name, "namespace": "default"}, "spec": {"size": 1}})
+}
