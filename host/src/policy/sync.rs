@@ -166,7 +166,7 @@ pub async fn run_sync(
         () = policies.loaded() => {}
     }
     let mut written: Option<(Value, Value)> = None;
-    let mut resync = tokio::time::interval(RESYNC);
+    let mut resync = tokio::time::interval_at(tokio::time::Instant::now() + RESYNC, RESYNC);
     loop {
         let wanted = desired(&policies.all(), &options);
         if written.as_ref() != Some(&wanted) {
