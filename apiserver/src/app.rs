@@ -79,6 +79,8 @@ pub struct App {
     pub controllers: Notify,
     /// Becomes true when the server shuts down (open watches end).
     pub stop: tokio::sync::watch::Receiver<bool>,
+    /// The current admission webhooks and their HTTPS clients.
+    pub webhooks: crate::admission::Webhooks,
 }
 
 impl App {
@@ -114,8 +116,15 @@ impl App {
 }
 
 impl App {
-    /// Keeps derived state in step with committed events: CRDs → registry; wakes controllers.
+    /// Keeps derived state in step with committed events: CRDs → registry, webhook
+    /// configurations → webhooks; wakes controllers.
     pub fn after_commit(&self, events: &[Arc<Event>]) {
+        if events
+            .iter()
+            .any(|e| crate::admission::Webhooks::is_config_key(&e.key))
+        {
+            self.webhooks.reload(&self.store);
+        }
         let crd_prefix = format!("{}/{}/", crate::crd::GROUP, crate::crd::PLURAL);
         for e in events {
             if e.key.starts_with(&crd_prefix) {

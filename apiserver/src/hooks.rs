@@ -1,6 +1,6 @@
 //! Kind-specific behaviour on create and update (what kube's per-kind strategies do):
 //! namespaces get the `kubernetes` finalizer and a phase, CRDs are validated and
-//! their status is computed.
+//! their status is computed, webhook configurations are validated.
 
 use serde_json::{Value, json};
 
@@ -20,6 +20,8 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
         crate::crd::admit(obj, None)?;
     } else if is(info, "", "services") {
         allocate_cluster_ip(obj);
+    } else if crate::admission::is_configuration(info) {
+        crate::admission::config::admit(info, obj, None)?;
     }
     Ok(())
 }
@@ -73,6 +75,8 @@ pub fn on_update(
         }
     } else if is(info, crate::crd::GROUP, crate::crd::PLURAL) && subresource.is_none() {
         crate::crd::admit(new, Some(old))?;
+    } else if crate::admission::is_configuration(info) {
+        crate::admission::config::admit(info, new, Some(old))?;
     } else if (is(info, "", "configmaps") || is(info, "", "secrets"))
         && old.get("immutable") == Some(&json!(true))
     {

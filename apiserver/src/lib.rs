@@ -10,8 +10,10 @@
 //!   to an object (admission, metadata, managedFields, deletion).
 //! - [`storage`]: objects, resourceVersions, watch history, redb durability.
 //! - [`registry`]: which resources exist (built-ins from k8s-openapi, CRDs via [`crd`]).
+//! - [`admission`]: calls the admission webhooks of webhook configurations.
 //! - [`gc`]: garbage collector, namespace and CRD cleanup controllers.
 
+pub mod admission;
 pub mod app;
 pub mod config;
 pub mod crd;

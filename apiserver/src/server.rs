@@ -46,6 +46,8 @@ fn bootstrap(app: &App) {
     for (_, crd) in crds {
         crate::crd::sync(&app.registry, Some(&crd), None);
     }
+    // Webhook configurations from a durable store are called right away.
+    app.webhooks.reload(&app.store);
     let _ = app.store.commit(|view| {
         let writes = ["default", "kube-system", "kube-public", "kube-node-lease"]
             .iter()
@@ -91,6 +93,7 @@ impl ApiServer {
             writes: Mutex::new(WriteCounts::default()),
             controllers: tokio::sync::Notify::new(),
             stop: watch::channel(false).1,
+            webhooks: Default::default(),
         });
         let app = if app.store.is_durable() {
             tokio::task::spawn_blocking(move || {

@@ -129,6 +129,10 @@ pub enum ApiError {
     /// 500 InternalError (storage failure and the like).
     #[error("{0}")]
     Internal(String),
+    /// A complete `metav1.Status` to return as is (an admission webhook's denial);
+    /// its `code` is the HTTP status (400..=599).
+    #[error("{}", .0.get("message").and_then(Value::as_str).unwrap_or(""))]
+    Rejected(Box<Value>),
 }
 
 /// Shorthand for results of request handling.
@@ -228,6 +232,12 @@ impl ApiError {
             ApiError::Unauthorized => 401,
             ApiError::NotAcceptable(_) => 406,
             ApiError::Internal(_) => 500,
+            ApiError::Rejected(s) => s
+                .get("code")
+                .and_then(Value::as_u64)
+                .and_then(|c| u16::try_from(c).ok())
+                .filter(|c| (400..=599).contains(c))
+                .unwrap_or(400),
         }
     }
 
@@ -247,6 +257,7 @@ impl ApiError {
             ApiError::Unauthorized => "Unauthorized",
             ApiError::NotAcceptable(_) => "NotAcceptable",
             ApiError::Internal(_) => "InternalError",
+            ApiError::Rejected(_) => "",
         }
     }
 
@@ -265,6 +276,9 @@ impl ApiError {
 
     /// The `metav1.Status` object.
     pub fn to_status(&self) -> Value {
+        if let ApiError::Rejected(s) = self {
+            return (**s).clone();
+        }
         let mut s = json!({
             "kind": "Status",
             "apiVersion": "v1",

@@ -248,13 +248,36 @@ fn manifests_reference_each_other() {
         &one(&docs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"]
     ));
 
-    // The probes and the Service use the container's named port.
-    let port = &container["ports"][0];
-    assert_eq!(container["livenessProbe"]["httpGet"]["port"], port["name"]);
-    assert_eq!(container["readinessProbe"]["httpGet"]["port"], port["name"]);
+    // The probes use the container's health port, the Service its metrics
+    // port (separate ports, as `gantry run` serves them).
+    let port_named = |name: &str| {
+        container["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no container port {name}"))
+            .clone()
+    };
+    let (health, metrics) = (port_named("http-health"), port_named("http-metrics"));
+    assert_eq!(
+        (
+            health["containerPort"].clone(),
+            metrics["containerPort"].clone()
+        ),
+        (json!(8081), json!(8080))
+    );
+    assert_eq!(
+        container["livenessProbe"]["httpGet"]["port"],
+        health["name"]
+    );
+    assert_eq!(
+        container["readinessProbe"]["httpGet"]["port"],
+        health["name"]
+    );
     assert_eq!(
         one(&docs, "Service")["spec"]["ports"][0]["targetPort"],
-        port["name"]
+        metrics["name"]
     );
 
     // The read-only root filesystem leaves the plugin cache on a volume.

@@ -3,6 +3,8 @@
 //! PATH) runs the whole suite against a fresh server.
 
 mod common;
+#[path = "common/webhook.rs"]
+mod webhook_server;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -475,5 +477,102 @@ async fn suite(bin: &Path) {
 
     // Deleting the CRD removes its objects.
     k.ok(&["delete", "crd", "widgets.example.com"]).await;
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_admission_webhooks() {
+    let bins = kubectls();
+    if bins.is_empty() {
+        eprintln!(
+            "\n\n!!!!!!!! SKIPPING kubectl_admission_webhooks: no kubectl found (set GANTRY_KUBECTL or install kubernetes-client) !!!!!!!!\n\n"
+        );
+        return;
+    }
+    for bin in bins {
+        eprintln!("running kubectl_admission_webhooks with {}", bin.display());
+        webhooks_suite(&bin).await;
+    }
+}
+
+/// `kubectl create` prints a webhook's denial and warnings; a mutation shows in
+/// `kubectl get -o yaml`.
+async fn webhooks_suite(bin: &Path) {
+    use serde_json::json;
+    use webhook_server::*;
+    let hook = start_hook(|path, r| match path {
+        "/deny" if r["request"]["name"] == "forbidden" => deny(
+            r,
+            json!({"code": 403, "reason": "Forbidden", "message": "configmaps named forbidden are not allowed"}),
+        ),
+        "/mutate" => {
+            let mut rep = patch(
+                r,
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated-by": "gantry-test"}}]),
+            );
+            let mut body: serde_json::Value = serde_json::from_slice(&rep.body).unwrap();
+            body["response"]["warnings"] = json!(["labelled by the test webhook"]);
+            rep.body = serde_json::to_vec(&body).unwrap();
+            rep
+        }
+        _ => allow(r),
+    })
+    .await;
+    let s = server().await;
+    let a = s.addr();
+    for (path, kind, name, url) in [
+        (
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+            "deny",
+            hook.url("/deny"),
+        ),
+        (
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+            "MutatingWebhookConfiguration",
+            "mutate",
+            hook.url("/mutate"),
+        ),
+    ] {
+        let cfg = configuration(
+            kind,
+            name,
+            vec![webhook(&format!("{name}.example.com"), &url, &hook.ca_b64)],
+        );
+        let r = req(a, "POST", path, Some(&cfg)).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    s.write_kubeconfig(&kc).unwrap();
+    let k = Kubectl::new(bin, dir.path(), kc).await;
+
+    let cm = |name: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  a: b\n")
+    };
+    let err = k.fail_stdin(&["create", "-f", "-"], &cm("forbidden")).await;
+    assert!(
+        err.contains(
+            "admission webhook \"deny.example.com\" denied the request: configmaps named forbidden are not allowed"
+        ),
+        "{err}"
+    );
+    k.fail(&["get", "configmap", "forbidden"]).await;
+
+    let args = ["create", "-f", "-"];
+    let out = k.run_stdin(&args, &cm("allowed")).await;
+    let out = k.check(&args, out, true);
+    assert!(
+        out.stdout.contains("configmap/allowed created"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains("Warning: labelled by the test webhook"),
+        "{}",
+        out.stderr
+    );
+    let yaml = k.ok(&["get", "configmap", "allowed", "-o", "yaml"]).await;
+    assert!(yaml.contains("mutated-by: gantry-test"), "{yaml}");
     s.shutdown().await;
 }

@@ -1,7 +1,8 @@
-//! The operator's HTTP endpoints for the platform: `/livez` (the process
-//! and the plugin runtime's thread are alive), `/readyz` (the initial
-//! bindings are processed and their caches synced; the body names this
-//! replica's role) and `/metrics` (Prometheus text format).
+//! The operator's HTTP endpoints for the platform, on two ports as
+//! controller-runtime has them: health probes, `/livez` (the process and the
+//! plugin runtime's thread are alive) and `/readyz` (the initial bindings are
+//! processed and their caches synced; the body names this replica's role);
+//! and `/metrics` (Prometheus text format).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,7 +18,6 @@ use crate::runtime::Runtime;
 
 #[derive(Clone)]
 struct Probes {
-    metrics: Arc<Metrics>,
     runtime: Runtime,
     readiness: Arc<Readiness>,
 }
@@ -43,45 +43,43 @@ async fn readyz(State(p): State<Probes>) -> impl IntoResponse {
     (status, why)
 }
 
-async fn metrics_text(State(p): State<Probes>) -> impl IntoResponse {
+async fn metrics_text(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
     (
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        p.metrics.render(),
+        metrics.render(),
     )
 }
 
-/// The router of the endpoints.
-pub fn router(metrics: Arc<Metrics>, runtime: Runtime, readiness: Arc<Readiness>) -> Router {
+/// `/livez` and `/readyz`.
+pub fn health_router(runtime: Runtime, readiness: Arc<Readiness>) -> Router {
     Router::new()
         .route("/livez", get(livez))
         .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics_text))
-        .with_state(Probes {
-            metrics,
-            runtime,
-            readiness,
-        })
+        .with_state(Probes { runtime, readiness })
 }
 
-/// Serve the endpoints on `addr` until the task is dropped; returns the
-/// bound address (useful with port 0).
+/// `/metrics`.
+pub fn metrics_router(metrics: Arc<Metrics>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics_text))
+        .with_state(metrics)
+}
+
+/// Serve `router` on `addr` until the task is dropped; returns the bound
+/// address (useful with port 0).
 pub async fn serve(
     addr: SocketAddr,
-    metrics: Arc<Metrics>,
-    runtime: Runtime,
-    readiness: Arc<Readiness>,
+    router: Router,
 ) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    let app = router(metrics, runtime, readiness);
     let task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!(error = %e, "health server stopped");
+        if let Err(e) = axum::serve(listener, router).await {
+            tracing::error!(error = %e, "health or metrics server stopped");
         }
     });
-    tracing::info!(addr = %bound, "serving /livez, /readyz and /metrics");
     Ok((bound, task))
 }

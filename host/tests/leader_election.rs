@@ -30,6 +30,8 @@ fn operator(
         "1",
         "--health-addr",
         "off",
+        "--metrics-addr",
+        "off",
         "--log-format",
         "text",
     ];

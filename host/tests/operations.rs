@@ -3,9 +3,7 @@
 
 mod common;
 
-use common::{
-    NAMESPACE, cluster, gantry_run, health_address, http_get, memcached, sigterm, wait_for,
-};
+use common::{NAMESPACE, cluster, endpoints, gantry_run, http_get, memcached, sigterm, wait_for};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -46,16 +44,26 @@ config: {behaviour: loop}
     let mut gantry = gantry_run(
         &kubeconfig,
         &dir.path().join("gantry.log"),
-        &["--health-addr", "127.0.0.1:0"],
+        &[
+            "--health-addr",
+            "127.0.0.1:0",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ],
         &[],
         true,
     );
-    let address = health_address(&mut gantry);
-    assert_eq!(http_get(&address, "/livez").0, 200);
+    let (health, metrics) = endpoints(&mut gantry);
+    assert_eq!(http_get(&health, "/livez").0, 200);
     wait_for("ready", async || {
-        (http_get(&address, "/readyz").0 == 200).then_some(())
+        (http_get(&health, "/readyz").0 == 200).then_some(())
     })
     .await;
+    assert_eq!(
+        http_get(&health, "/metrics").0,
+        404,
+        "metrics have their own port"
+    );
 
     gantry::dev::apply_object(&client, &memcached("cache"))
         .await
@@ -68,13 +76,13 @@ config: {behaviour: loop}
     gantry::dev::apply_file(&client, &database.join("example.yaml"))
         .await
         .unwrap();
-    let (status, ready) = http_get(&address, "/readyz");
+    let (status, ready) = http_get(&health, "/readyz");
     assert_eq!(
         (status, ready.as_str()),
         (200, "ok: 2 bindings in service, caches synced, standalone")
     );
     let body = wait_for("the reconciles in the metrics", async || {
-        let (_, body) = http_get(&address, "/metrics");
+        let (_, body) = http_get(&metrics, "/metrics");
         let reconciled = sample(&body, "gantry_reconciles_total{binding=\"memcached\"}")
             .is_some_and(|n| n >= 1.0);
         let breached = sample(
@@ -162,6 +170,8 @@ config: {behaviour: slow, millis: 2500}
         &[
             "--health-addr",
             "127.0.0.1:0",
+            "--metrics-addr",
+            "127.0.0.1:0",
             "--leader-elect",
             "--lease-duration-secs",
             "5",
@@ -171,16 +181,16 @@ config: {behaviour: slow, millis: 2500}
         &[("HOSTNAME", "only")],
         true,
     );
-    let address = health_address(&mut gantry);
+    let (health, metrics) = endpoints(&mut gantry);
     gantry::dev::apply_object(&client, &memcached("busy"))
         .await
         .unwrap();
     wait_for("a reconcile in flight", async || {
-        let (_, body) = http_get(&address, "/metrics");
+        let (_, body) = http_get(&metrics, "/metrics");
         (sample(&body, "gantry_reconciles_in_flight{binding=\"slow\"}") == Some(1.0)).then_some(())
     })
     .await;
-    let (_, ready) = http_get(&address, "/readyz");
+    let (_, ready) = http_get(&health, "/readyz");
     assert!(ready.ends_with(", leader"), "{ready}");
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     assert!(
@@ -282,6 +292,8 @@ async fn otlp_exports_one_trace_per_reconcile() {
         &log_path,
         &[
             "--health-addr",
+            "off",
+            "--metrics-addr",
             "off",
             "--log-format",
             "json",

@@ -480,7 +480,6 @@ const PLAIN_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namesp
 /// mode letting everything through, and a hostile policy answered by its
 /// failurePolicy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the embedded API server to call admission webhooks (branch issue5-apiserver)"]
 async fn kubectl_meets_the_policies_through_the_api_server() {
     let Some(bin) = kubectl_binary() else {
         eprintln!("SKIPPING: no kubectl found (set GANTRY_KUBECTL or install kubernetes-client)");

@@ -2,10 +2,12 @@
 
 use serde_json::Value;
 
-use super::write::{ModifyResult, Outcome, WriteCtx, check_namespace, prepare_new};
+use std::sync::Arc;
+
+use super::write::{WriteCtx, admit_new};
+use crate::app::App;
 use crate::objects::{fieldmanager, meta};
 use crate::status::{ApiError, ApiResult};
-use crate::storage::{View, Write};
 
 /// Server-side apply of `body` onto `live`: the merged object (with managedFields
 /// removed) and the new managedFields.
@@ -43,13 +45,13 @@ pub(super) fn run_apply(
     Ok((merged.object, merged.managed_fields))
 }
 
-/// Apply to a missing object creates it.
-pub(super) fn apply_create(
-    view: &View<'_>,
+/// Apply to a missing object creates it: the object to store and warnings.
+pub(super) async fn apply_create(
+    app: &Arc<App>,
     ctx: &WriteCtx,
     body: Value,
     force: bool,
-) -> ApiResult<ModifyResult> {
+) -> ApiResult<(Value, Vec<String>)> {
     if let Some(n) = meta::meta_str(&body, "name").filter(|n| *n != ctx.name) {
         return Err(ApiError::bad_request(format!(
             "the name of the object ({n}) does not match the name on the URL ({})",
@@ -58,15 +60,5 @@ pub(super) fn apply_create(
     }
     let (mut obj, mf) = run_apply(ctx, None, &body, force)?;
     meta::meta_mut(&mut obj).insert("name".into(), Value::String(ctx.name.clone()));
-    let warnings = prepare_new(ctx, &mut obj)?;
-    fieldmanager::set_managed_fields(&mut obj, &mf);
-    check_namespace(view, &ctx.info, ctx.namespace.as_deref(), &ctx.name)?;
-    let obj = crate::objects::events::to_storage(&ctx.info, obj);
-    let key = ctx.key(&ctx.name);
-    let writes = if ctx.dry_run {
-        vec![]
-    } else {
-        vec![Write::Put(key, obj.clone())]
-    };
-    Ok(((Outcome::Created(obj), warnings), writes))
+    admit_new(app, ctx, obj, Some(mf)).await
 }

@@ -1,11 +1,15 @@
-//! DELETE of one object and of a collection: preconditions, propagation policy,
-//! finalizers, dry run.
+//! DELETE of one object and of a collection: admission webhooks, preconditions,
+//! propagation policy, finalizers, dry run.
+//!
+//! Webhooks see the live object (`oldObject`); the delete commits only if that object
+//! is still the live one, else it starts over.
 
 use std::sync::Arc;
 
 use axum::response::Response;
 use serde_json::{Value, json};
 
+use crate::admission::{self as adm, Attributes, Operation};
 use crate::app::{App, present};
 use crate::http::request::ResourceRequest;
 use crate::http::respond::json_response;
@@ -22,6 +26,8 @@ struct DeleteOptions {
     resource_version: Option<String>,
     policy: Option<Propagation>,
     dry_run: bool,
+    /// The DeleteOptions object webhooks see.
+    json: Value,
 }
 
 fn options(r: &ResourceRequest) -> ApiResult<DeleteOptions> {
@@ -56,7 +62,25 @@ fn options(r: &ResourceRequest) -> ApiResult<DeleteOptions> {
         .get("dryRun")
         .and_then(Value::as_array)
         .is_some_and(|a| a.iter().any(|v| v == "All"));
+    let mut json = json!({ "kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1" });
+    if let Some(p) = policy {
+        json["propagationPolicy"] = json!(match p {
+            Propagation::Background => "Background",
+            Propagation::Foreground => "Foreground",
+            Propagation::Orphan => "Orphan",
+        });
+    }
+    if let Some(p) = body.get("preconditions").filter(|p| p.is_object()) {
+        json["preconditions"] = p.clone();
+    }
+    if let Some(g) = body.get("gracePeriodSeconds").filter(|g| g.is_i64()) {
+        json["gracePeriodSeconds"] = g.clone();
+    }
+    if r.dry_run() || body_dry {
+        json["dryRun"] = json!(["All"]);
+    }
     Ok(DeleteOptions {
+        json,
         uid: body
             .pointer("/preconditions/uid")
             .and_then(Value::as_str)
@@ -133,15 +157,64 @@ fn delete_one(
     Ok((out, if opts.dry_run { vec![] } else { writes }))
 }
 
+/// How often a delete starts over when the object changed while its webhooks ran.
+const MAX_ATTEMPTS: usize = 16;
+
+/// The admission attributes of deleting `name`.
+fn attributes(r: &ResourceRequest, opts: &DeleteOptions, name: &str) -> Attributes {
+    Attributes {
+        info: r.info.clone(),
+        subresource: None,
+        operation: Operation::Delete,
+        namespace: adm::request_namespace(&r.info, r.namespace.as_deref(), name, Operation::Delete),
+        name: name.to_string(),
+        user: r.user.clone(),
+        dry_run: opts.dry_run,
+        options: opts.json.clone(),
+        object_kind: None,
+    }
+}
+
+/// Mutating then validating webhooks for deleting `live` (object null, oldObject the
+/// live object).
+async fn admit_delete(app: &Arc<App>, a: &Attributes, live: &Value) -> ApiResult<()> {
+    let old = present(&a.info, live);
+    adm::mutate(app, a, None, Some(&old)).await?;
+    adm::validate(app, a, None, Some(&old)).await?;
+    Ok(())
+}
+
 /// DELETE one object.
 pub async fn delete(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     let opts = options(&r)?;
     let info = r.info.clone();
     let (key, name) = (r.key(), r.name().to_string());
-    let i2 = info.clone();
-    let (out, events) = app
-        .commit(move |view| delete_one(view, &i2, &key, &name, &opts))
-        .await?;
+    let attrs = attributes(&r, &opts, &name);
+    let mut done = None;
+    for _ in 0..MAX_ATTEMPTS {
+        let live = app
+            .store
+            .get(&key)
+            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, &name))?;
+        admit_delete(app, &attrs, &live).await?;
+        let (i2, k2, n2, o2) = (info.clone(), key.clone(), name.clone(), opts.clone());
+        let (out, events) = app
+            .commit(move |view| {
+                if !view.get(&k2).is_some_and(|l| Arc::ptr_eq(l, &live)) {
+                    return Ok((None, vec![]));
+                }
+                let (out, writes) = delete_one(view, &i2, &k2, &n2, &o2)?;
+                Ok((Some(out), writes))
+            })
+            .await?;
+        if let Some(out) = out {
+            done = Some((out, events));
+            break;
+        }
+    }
+    let Some((out, events)) = done else {
+        return Err(ApiError::stale(&info.group, &info.plural, &name));
+    };
     Ok(match out {
         Deleted::Pending(o) => {
             let stored = events.first().map(|e| (*e.object).clone()).unwrap_or(o);
@@ -164,31 +237,69 @@ pub async fn delete(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     })
 }
 
-/// DELETE a collection (with label/field selectors).
+/// DELETE a collection (with label/field selectors). Every object goes through the
+/// webhooks first; a denial deletes nothing.
 pub async fn delete_collection(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     let opts = options(&r)?;
     let sel = crate::handlers::read::selectors(&r)?;
     let info = r.info.clone();
     let prefix = info.ns_prefix(r.namespace.as_deref());
-    let i2 = info.clone();
-    let (items, _) = app
-        .commit(move |view| {
-            let mut items = vec![];
-            let mut writes = vec![];
-            for (key, obj) in view.list(&prefix) {
-                if !sel.matches(&obj) {
-                    continue;
-                }
-                let name = meta::meta_str(&obj, "name").unwrap_or("").to_string();
-                let (d, w) = delete_one(view, &i2, &key, &name, &opts)?;
-                items.push(match d {
-                    Deleted::Gone(o) | Deleted::Pending(o) => o,
-                });
-                writes.extend(w);
+    let mut done = None;
+    for _ in 0..MAX_ATTEMPTS {
+        let (snapshot, _) = app.store.list(&prefix, None);
+        let targets: Vec<(String, Arc<Value>)> = snapshot
+            .into_iter()
+            .filter(|(_, o)| sel.matches(o))
+            .collect();
+        for (_, obj) in &targets {
+            let name = meta::meta_str(obj, "name").unwrap_or("");
+            let mut attrs = attributes(&r, &opts, name);
+            if info.namespaced {
+                attrs.namespace = meta::meta_str(obj, "namespace").map(String::from);
             }
-            Ok((items, writes))
-        })
-        .await?;
+            admit_delete(app, &attrs, obj).await?;
+        }
+        let (i2, o2, p2, s2) = (info.clone(), opts.clone(), prefix.clone(), sel.clone());
+        let (items, _) = app
+            .commit(move |view| {
+                // Start over when the set of matching objects changed meanwhile.
+                let now: Vec<(String, Arc<Value>)> = view
+                    .list(&p2)
+                    .into_iter()
+                    .filter(|(_, o)| s2.matches(o))
+                    .collect();
+                let same = now.len() == targets.len()
+                    && now
+                        .iter()
+                        .zip(&targets)
+                        .all(|((k1, a), (k2, b))| k1 == k2 && Arc::ptr_eq(a, b));
+                if !same {
+                    return Ok((None, vec![]));
+                }
+                let mut items = vec![];
+                let mut writes = vec![];
+                for (key, obj) in now {
+                    let name = meta::meta_str(&obj, "name").unwrap_or("").to_string();
+                    let (d, w) = delete_one(view, &i2, &key, &name, &o2)?;
+                    items.push(match d {
+                        Deleted::Gone(o) | Deleted::Pending(o) => o,
+                    });
+                    writes.extend(w);
+                }
+                Ok((Some(items), writes))
+            })
+            .await?;
+        if let Some(items) = items {
+            done = Some(items);
+            break;
+        }
+    }
+    let Some(items) = done else {
+        return Err(ApiError::Conflict {
+            message: "the collection kept changing while it was being deleted; please retry".into(),
+            details: crate::status::Details::new(&info.group, &info.plural, ""),
+        });
+    };
     let items: Vec<Value> = items.iter().map(|o| present(&info, o)).collect();
     let body = json!({
         "kind": format!("{}List", info.kind),

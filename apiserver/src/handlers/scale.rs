@@ -5,6 +5,7 @@ use std::sync::Arc;
 use axum::response::Response;
 use serde_json::{Value, json};
 
+use crate::admission::{self as adm, Attributes, Operation};
 use crate::app::{App, present};
 use crate::http::body;
 use crate::http::request::ResourceRequest;
@@ -65,91 +66,127 @@ pub async fn get(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     ))
 }
 
-/// PUT or PATCH .../scale: sets the desired replicas.
+/// The Scale a PUT/PATCH of `.../scale` asks for, from the current one.
+fn requested_scale(r: &ResourceRequest, current: &Value) -> ApiResult<Value> {
+    if r.verb != crate::http::request::Verb::Patch {
+        return body::object(&r.content_type(), &r.body);
+    }
+    let mut doc = current.clone();
+    match r.content_type().as_str() {
+        "application/json-patch+json" => {
+            let p: json_patch::Patch = serde_json::from_slice(&r.body)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            json_patch::patch(&mut doc, &p).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        }
+        "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+            json_patch::merge(&mut doc, &body::json(&r.body)?)
+        }
+        other => {
+            return Err(ApiError::UnsupportedMediaType(format!(
+                "unsupported patch type for scale: {other}"
+            )));
+        }
+    }
+    Ok(doc)
+}
+
+/// How often a scale write starts over when the object changed while its webhooks ran.
+const MAX_ATTEMPTS: usize = 16;
+
+/// PUT or PATCH .../scale: sets the desired replicas. Webhooks see `autoscaling/v1
+/// Scale` objects (kind Scale, resource the parent, subResource `scale`).
 pub async fn write(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     let info = r.info.clone();
     let paths = info.scale.clone().expect("router checked scale");
     let key = r.key();
     let name = r.name().to_string();
-    let ct = r.content_type();
-    let body_bytes = r.body.clone();
-    let is_patch = r.verb == crate::http::request::Verb::Patch;
     let manager = r.field_manager();
     let dry = r.dry_run();
-    let i2 = info.clone();
-    let (out, events) = app
-        .commit(move |view| {
-            let old = view
-                .get(&key)
-                .map(|o| (**o).clone())
-                .ok_or_else(|| ApiError::not_found(&i2.group, &i2.plural, &name))?;
-            let current = scale_of(&i2, &paths, &present(&i2, &old));
-            let scale = if is_patch {
-                let mut doc = current.clone();
-                match ct.as_str() {
-                    "application/json-patch+json" => {
-                        let p: json_patch::Patch = serde_json::from_slice(&body_bytes)
-                            .map_err(|e| ApiError::bad_request(e.to_string()))?;
-                        json_patch::patch(&mut doc, &p)
-                            .map_err(|e| ApiError::bad_request(e.to_string()))?;
-                    }
-                    "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
-                        json_patch::merge(&mut doc, &body::json(&body_bytes)?)
-                    }
-                    other => {
-                        return Err(ApiError::UnsupportedMediaType(format!(
-                            "unsupported patch type for scale: {other}"
-                        )));
-                    }
-                }
-                doc
-            } else {
-                body::object(&ct, &body_bytes)?
-            };
-            if let Some(rv) = meta::meta_str(&scale, "resourceVersion").filter(|rv| !rv.is_empty())
-                && Some(rv) != meta::meta_str(&old, "resourceVersion")
-            {
-                return Err(ApiError::stale(&i2.group, &i2.plural, &name));
-            }
-            let replicas = scale
-                .pointer("/spec/replicas")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            if replicas < 0 {
-                return Err(ApiError::invalid(
-                    "autoscaling",
-                    "Scale",
-                    &name,
-                    vec![Cause::new(
-                        "FieldValueInvalid",
-                        format!("Invalid value: {replicas}: must be greater than or equal to 0"),
-                        "spec.replicas",
-                    )],
-                ));
-            }
-            let mut new = old.clone();
-            let ptr = pointer(&paths.spec_replicas);
-            set_at(&mut new, &ptr, json!(replicas));
-            if new == old {
-                return Ok((old, vec![]));
-            }
+    let mut options = json!({ "kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1" });
+    if dry {
+        options["dryRun"] = json!(["All"]);
+    }
+    if let Some(m) = r.query.get("fieldManager").filter(|m| !m.is_empty()) {
+        options["fieldManager"] = json!(m);
+    }
+    let attrs = Attributes {
+        info: info.clone(),
+        subresource: Some("scale".into()),
+        operation: Operation::Update,
+        namespace: r.namespace.clone().filter(|_| info.namespaced),
+        name: name.clone(),
+        user: r.user.clone(),
+        dry_run: dry,
+        options,
+        object_kind: Some(("autoscaling".into(), "v1".into(), "Scale".into())),
+    };
+    for _ in 0..MAX_ATTEMPTS {
+        let live = app
+            .store
+            .get(&key)
+            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, &name))?;
+        let old = (*live).clone();
+        let current = scale_of(&info, &paths, &present(&info, &old));
+        let mut scale = requested_scale(&r, &current)?;
+        if let Some(rv) = meta::meta_str(&scale, "resourceVersion").filter(|rv| !rv.is_empty())
+            && Some(rv) != meta::meta_str(&old, "resourceVersion")
+        {
+            return Err(ApiError::stale(&info.group, &info.plural, &name));
+        }
+        let mut warnings = adm::mutate(app, &attrs, Some(&mut scale), Some(&current)).await?;
+        let replicas = scale
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if replicas < 0 {
+            return Err(ApiError::invalid(
+                "autoscaling",
+                "Scale",
+                &name,
+                vec![Cause::new(
+                    "FieldValueInvalid",
+                    format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+                    "spec.replicas",
+                )],
+            ));
+        }
+        let mut new = old.clone();
+        set_at(&mut new, &pointer(&paths.spec_replicas), json!(replicas));
+        let unchanged = new == old;
+        if !unchanged {
             meta::bump_generation(&old, &mut new);
-            fieldmanager::record_update(&i2, Some(&old), &mut new, &manager, Some("scale"))?;
-            let writes = if dry {
-                vec![]
-            } else {
-                vec![Write::Put(key.clone(), new.clone())]
-            };
-            Ok((new, writes))
-        })
-        .await?;
-    let stored = events.first().map(|e| (*e.object).clone()).unwrap_or(out);
-    let paths = info.scale.as_ref().expect("router checked scale");
-    Ok(json_response(
-        200,
-        &scale_of(&info, paths, &present(&info, &stored)),
-        &[],
-    ))
+            fieldmanager::record_update(&info, Some(&old), &mut new, &manager, Some("scale"))?;
+        }
+        let new_scale = scale_of(&info, &paths, &present(&info, &new));
+        warnings.extend(adm::validate(app, &attrs, Some(&new_scale), Some(&current)).await?);
+        if unchanged {
+            return Ok(json_response(200, &current, &warnings));
+        }
+        let k2 = key.clone();
+        let (done, events) = app
+            .commit(move |view| {
+                if !view.get(&k2).is_some_and(|l| Arc::ptr_eq(l, &live)) {
+                    return Ok((None, vec![]));
+                }
+                let writes = if dry {
+                    vec![]
+                } else {
+                    vec![Write::Put(k2, new.clone())]
+                };
+                Ok((Some(new), writes))
+            })
+            .await?;
+        let Some(new) = done else {
+            continue;
+        };
+        let stored = events.first().map(|e| (*e.object).clone()).unwrap_or(new);
+        return Ok(json_response(
+            200,
+            &scale_of(&info, &paths, &present(&info, &stored)),
+            &warnings,
+        ));
+    }
+    Err(ApiError::stale(&info.group, &info.plural, &name))
 }
 
 fn set_at(obj: &mut Value, ptr: &str, value: Value) {

@@ -1,18 +1,22 @@
 //! Create, update (PUT), and patch (JSON, merge, strategic, apply).
 //!
-//! Every write computes the new object under the store lock from the live one
-//! (`modify`), so optimistic concurrency and no-op detection are exact.
+//! A write reads the live object, computes the new one (admission webhooks included,
+//! outside the store lock), then commits only if the live object is still the one it
+//! read; otherwise it starts over (kube's `GuaranteedUpdate`). So optimistic
+//! concurrency and no-op detection are exact, and a failed webhook never half-applies
+//! a write.
 
 use std::sync::Arc;
 
 use axum::response::Response;
 use serde_json::Value;
 
+use crate::admission::{self as adm, Attributes, Operation};
 use crate::app::{App, present};
 use crate::http::body;
 use crate::http::request::ResourceRequest;
 use crate::http::respond::json_response;
-use crate::objects::admission::{FieldValidation, admit, check_type_meta};
+use crate::objects::admission::{FieldValidation, check_type_meta, normalize, validate_schema};
 use crate::objects::{fieldmanager, meta};
 use crate::registry::ResourceInfo;
 use crate::status::{ApiError, ApiResult, Details};
@@ -35,6 +39,10 @@ pub struct WriteCtx {
     pub dry_run: bool,
     /// fieldValidation.
     pub validation: FieldValidation,
+    /// `?fieldManager=` as given (for the admission options).
+    pub field_manager_param: Option<String>,
+    /// The requesting user.
+    pub user: adm::UserInfo,
 }
 
 impl WriteCtx {
@@ -47,7 +55,45 @@ impl WriteCtx {
             manager: r.field_manager(),
             dry_run: r.dry_run(),
             validation: FieldValidation::parse(r.query.get("fieldValidation"))?,
+            field_manager_param: r
+                .query
+                .get("fieldManager")
+                .filter(|m| !m.is_empty())
+                .map(String::from),
+            user: r.user.clone(),
         })
+    }
+
+    /// The admission attributes of this write.
+    pub(super) fn attributes(&self, operation: Operation, name: &str) -> Attributes {
+        let kind = match operation {
+            Operation::Create => "CreateOptions",
+            Operation::Update => "UpdateOptions",
+            Operation::Delete => "DeleteOptions",
+        };
+        let mut options = serde_json::json!({ "kind": kind, "apiVersion": "meta.k8s.io/v1" });
+        if self.dry_run {
+            options["dryRun"] = serde_json::json!(["All"]);
+        }
+        if let Some(m) = &self.field_manager_param {
+            options["fieldManager"] = serde_json::json!(m);
+        }
+        Attributes {
+            info: self.info.clone(),
+            subresource: self.subresource.clone(),
+            operation,
+            namespace: adm::request_namespace(
+                &self.info,
+                self.namespace.as_deref(),
+                name,
+                operation,
+            ),
+            name: name.to_string(),
+            user: self.user.clone(),
+            dry_run: self.dry_run,
+            options,
+            object_kind: None,
+        }
     }
 
     pub(super) fn key(&self, name: &str) -> String {
@@ -84,31 +130,75 @@ pub fn namespace_key(ns: &str) -> String {
     format!("/namespaces//{ns}")
 }
 
-/// Admission, system metadata and kind hooks for a new object. Returns warnings.
-pub(super) fn prepare_new(ctx: &WriteCtx, obj: &mut Value) -> ApiResult<Vec<String>> {
+/// Sets the request's namespace on a new namespaced object (400 when the body names
+/// another), as kube does before admission.
+fn set_request_namespace(ctx: &WriteCtx, obj: &mut Value) -> ApiResult<()> {
+    if !ctx.info.namespaced {
+        return Ok(());
+    }
+    let ns = ctx.namespace.as_deref().unwrap_or("default");
+    let m = meta::meta_mut(obj);
+    match m.get("namespace").and_then(Value::as_str) {
+        Some(body_ns) if !body_ns.is_empty() && body_ns != ns => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => {
+            m.insert("namespace".into(), Value::String(ns.to_string()));
+            Ok(())
+        }
+    }
+}
+
+/// A new object, from decoding to the object to store, in kube's order: decode and
+/// defaults → mutating webhooks → decode/defaults again → schema validation, system
+/// metadata, kind hooks, validation → managedFields → validating webhooks.
+/// `managed` is the managedFields of apply (None: recorded for this manager).
+/// Returns the object and warnings.
+pub(super) async fn admit_new(
+    app: &Arc<App>,
+    ctx: &WriteCtx,
+    mut obj: Value,
+    managed: Option<Vec<gantry_merge::ManagedFieldsEntry>>,
+) -> ApiResult<(Value, Vec<String>)> {
     let info = &ctx.info;
-    check_type_meta(info, obj)?;
-    let warnings = admit(info, obj, ctx.validation, None)?;
-    meta::prepare_create(info, ctx.namespace.as_deref(), obj)?;
+    check_type_meta(info, &mut obj)?;
+    let mut warnings = normalize(info, &mut obj, ctx.validation)?;
+    set_request_namespace(ctx, &mut obj)?;
+    let name = meta::meta_str(&obj, "name").unwrap_or("").to_string();
+    if info.namespaced {
+        // kube's NamespaceLifecycle plugin runs before the webhooks. A read-only
+        // transaction: nothing is written, so nothing touches the disk.
+        app.store
+            .commit(|view| {
+                check_namespace(view, info, ctx.namespace.as_deref(), &name).map(|()| ((), vec![]))
+            })
+            .map_err(|e| ApiError::Internal(e.to_string()))??;
+    }
+    let mut attrs = ctx.attributes(Operation::Create, &name);
+    warnings.extend(adm::mutate(app, &attrs, Some(&mut obj), None).await?);
+    validate_schema(info, &obj, None)?;
+    meta::prepare_create(info, ctx.namespace.as_deref(), &mut obj)?;
     if info.has_status
         && let Some(m) = obj.as_object_mut()
     {
         m.remove("status");
     }
-    crate::hooks::on_create(info, obj)?;
-    meta::validate_name_and_labels(info, obj)?;
-    Ok(warnings)
+    crate::hooks::on_create(info, &mut obj)?;
+    meta::validate_name_and_labels(info, &obj)?;
+    match managed {
+        Some(mf) => fieldmanager::set_managed_fields(&mut obj, &mf),
+        None => fieldmanager::record_update(info, None, &mut obj, &ctx.manager, None)?,
+    }
+    attrs.name = meta::meta_str(&obj, "name").unwrap_or("").to_string();
+    warnings.extend(adm::validate(app, &attrs, Some(&obj), None).await?);
+    Ok((crate::objects::events::to_storage(info, obj), warnings))
 }
 
-/// POST: create an object.
-pub async fn create(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
-    let ctx = WriteCtx::new(&r)?;
-    let mut obj = body::object(&r.content_type(), &r.body)?;
-    let warnings = prepare_new(&ctx, &mut obj)?;
-    fieldmanager::record_update(&ctx.info, None, &mut obj, &ctx.manager, None)?;
-    let obj = crate::objects::events::to_storage(&ctx.info, obj);
-    let info = ctx.info.clone();
-    let (stored, _) = app
+/// Stores a new object unless one with its name exists (or its namespace is gone).
+/// Returns the stored object (with its resourceVersion).
+pub(super) async fn commit_create(app: &Arc<App>, ctx: &WriteCtx, obj: Value) -> ApiResult<Value> {
+    let ctx = ctx.clone();
+    let (obj, events) = app
         .commit(move |view| {
             let name = meta::meta_str(&obj, "name").unwrap_or("").to_string();
             let key = ctx.key(&name);
@@ -127,17 +217,21 @@ pub async fn create(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
             };
             Ok((obj, writes))
         })
-        .await
-        .map(|(obj, events)| {
-            (
-                events.first().map(|e| (*e.object).clone()).unwrap_or(obj),
-                (),
-            )
-        })?;
-    Ok(json_response(201, &present(&info, &stored), &warnings))
+        .await?;
+    Ok(events.first().map(|e| (*e.object).clone()).unwrap_or(obj))
+}
+
+/// POST: create an object.
+pub async fn create(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
+    let ctx = WriteCtx::new(&r)?;
+    let obj = body::object(&r.content_type(), &r.body)?;
+    let (obj, warnings) = admit_new(app, &ctx, obj, None).await?;
+    let stored = commit_create(app, &ctx, obj).await?;
+    Ok(json_response(201, &present(&ctx.info, &stored), &warnings))
 }
 
 /// How a write changes the live object.
+#[derive(Clone)]
 pub enum Change {
     /// PUT body.
     Replace(Value),
@@ -156,18 +250,8 @@ pub enum Change {
     },
 }
 
-/// What [`modify`] did.
-pub(super) enum Outcome {
-    /// Created (create-on-apply).
-    Created(Value),
-    /// Stored a change.
-    Updated(Value),
-    /// Nothing changed; nothing written.
-    Unchanged(Value),
-}
-
-/// What a [`modify`] transaction returns: the outcome, warnings, and the writes.
-pub(super) type ModifyResult = ((Outcome, Vec<String>), Vec<Write>);
+/// How often a write starts over when the object changed while its webhooks ran.
+const MAX_ATTEMPTS: usize = 16;
 
 /// PUT: replace an object (or its status / namespace finalizers).
 pub async fn update(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
@@ -252,88 +336,100 @@ fn patch_error(message: String) -> ApiError {
     }
 }
 
-/// Applies `change` to the live object under the store lock and stores the result.
-async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResult<Response> {
-    let ctx = WriteCtx::new(r)?;
-    let info = ctx.info.clone();
-    let ((outcome, warnings), _events) = app
-        .commit(move |view| {
-            let key = ctx.key(&ctx.name);
-            let Some(old) = view.get(&key).map(|o| (**o).clone()) else {
-                return match change {
-                    Change::Apply { body, force } if ctx.subresource.is_none() => {
-                        super::apply::apply_create(view, &ctx, body, force)
-                    }
-                    _ => Err(ApiError::not_found(
-                        &ctx.info.group,
-                        &ctx.info.plural,
-                        &ctx.name,
-                    )),
-                };
-            };
-            let current = present(&ctx.info, &old);
-            let (candidate, managed) = match change {
-                Change::Replace(v) => (v, None),
-                Change::Json(p) => {
-                    let mut doc = current.clone();
-                    json_patch::patch(&mut doc, &p).map_err(|e| patch_error(e.to_string()))?;
-                    (doc, None)
-                }
-                Change::Merge(p) => {
-                    let mut doc = current.clone();
-                    json_patch::merge(&mut doc, &p);
-                    (doc, None)
-                }
-                Change::Strategic(p) => {
-                    let schema = fieldmanager::merge_schema(&ctx.info);
-                    let doc = gantry_merge::strategic_merge_patch(&current, &p, &schema)
-                        .map_err(|e| patch_error(e.to_string()))?;
-                    (doc, None)
-                }
-                Change::Apply { body, force } => {
-                    let (obj, mf) = super::apply::run_apply(&ctx, Some(&current), &body, force)?;
-                    (obj, Some(mf))
-                }
-            };
-            let (new, warnings) = finish_update(&ctx, &current, candidate, managed)?;
-            let Some(new) = new else {
-                return Ok(((Outcome::Unchanged(old), warnings), vec![]));
-            };
-            let new = crate::objects::events::to_storage(&ctx.info, new);
-            let remove = meta::is_deleting(&new)
-                && meta::finalizers(&new).is_empty()
-                && !crate::hooks::holds_deletion(&ctx.info, &new);
-            let writes = match (ctx.dry_run, remove) {
-                (true, _) => vec![],
-                (false, true) => vec![Write::DeleteAs(key, new.clone())],
-                (false, false) => vec![Write::Put(key, new.clone())],
-            };
-            Ok(((Outcome::Updated(new), warnings), writes))
-        })
-        .await
-        .map(|((outcome, w), events)| {
-            // Return what was stored (with its resourceVersion).
-            let stored = events.first().map(|e| (*e.object).clone());
-            let outcome = match (outcome, stored) {
-                (Outcome::Created(_), Some(s)) => Outcome::Created(s),
-                (Outcome::Updated(_), Some(s)) => Outcome::Updated(s),
-                (o, _) => o,
-            };
-            ((outcome, w), events)
-        })?;
-    Ok(match outcome {
-        Outcome::Created(o) => json_response(201, &present(&info, &o), &warnings),
-        Outcome::Updated(o) | Outcome::Unchanged(o) => {
-            json_response(200, &present(&info, &o), &warnings)
+/// The candidate object of `change` applied to `current` (and apply's managedFields).
+fn apply_change(
+    ctx: &WriteCtx,
+    current: &Value,
+    change: Change,
+) -> ApiResult<(Value, Option<Vec<gantry_merge::ManagedFieldsEntry>>)> {
+    Ok(match change {
+        Change::Replace(v) => (v, None),
+        Change::Json(p) => {
+            let mut doc = current.clone();
+            json_patch::patch(&mut doc, &p).map_err(|e| patch_error(e.to_string()))?;
+            (doc, None)
+        }
+        Change::Merge(p) => {
+            let mut doc = current.clone();
+            json_patch::merge(&mut doc, &p);
+            (doc, None)
+        }
+        Change::Strategic(p) => {
+            let schema = fieldmanager::merge_schema(&ctx.info);
+            let doc = gantry_merge::strategic_merge_patch(current, &p, &schema)
+                .map_err(|e| patch_error(e.to_string()))?;
+            (doc, None)
+        }
+        Change::Apply { body, force } => {
+            let (obj, mf) = super::apply::run_apply(ctx, Some(current), &body, force)?;
+            (obj, Some(mf))
         }
     })
 }
 
-/// Turns a candidate object into the object to store: subresource rules, preserved
-/// system fields, optimistic concurrency, admission, generation, managedFields.
+/// Applies `change` to the live object and stores the result, starting over when the
+/// object changed between reading it and committing.
+async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResult<Response> {
+    let ctx = WriteCtx::new(r)?;
+    let info = ctx.info.clone();
+    let key = ctx.key(&ctx.name);
+    for _ in 0..MAX_ATTEMPTS {
+        let Some(old) = app.store.get(&key) else {
+            return match &change {
+                Change::Apply { body, force } if ctx.subresource.is_none() => {
+                    let (obj, warnings) =
+                        super::apply::apply_create(app, &ctx, body.clone(), *force).await?;
+                    match commit_create(app, &ctx, obj).await {
+                        Ok(stored) => Ok(json_response(201, &present(&info, &stored), &warnings)),
+                        // Created meanwhile: apply again, as an update.
+                        Err(ApiError::AlreadyExists { .. }) => continue,
+                        Err(e) => Err(e),
+                    }
+                }
+                _ => Err(ApiError::not_found(&info.group, &info.plural, &ctx.name)),
+            };
+        };
+        let current = present(&info, &old);
+        let (candidate, managed) = apply_change(&ctx, &current, change.clone())?;
+        let (new, warnings) = finish_update(app, &ctx, &current, candidate, managed).await?;
+        let Some(new) = new else {
+            return Ok(json_response(200, &current, &warnings));
+        };
+        let new = crate::objects::events::to_storage(&info, new);
+        let remove = meta::is_deleting(&new)
+            && meta::finalizers(&new).is_empty()
+            && !crate::hooks::holds_deletion(&info, &new);
+        let (c2, key2) = (ctx.clone(), key.clone());
+        let (done, events) = app
+            .commit(move |view| {
+                if !view.get(&key2).is_some_and(|live| Arc::ptr_eq(live, &old)) {
+                    return Ok((None, vec![]));
+                }
+                let writes = match (c2.dry_run, remove) {
+                    (true, _) => vec![],
+                    (false, true) => vec![Write::DeleteAs(key2, new.clone())],
+                    (false, false) => vec![Write::Put(key2, new.clone())],
+                };
+                Ok((Some(new), writes))
+            })
+            .await?;
+        let Some(new) = done else {
+            continue;
+        };
+        // Return what was stored (with its resourceVersion).
+        let stored = events.first().map(|e| (*e.object).clone()).unwrap_or(new);
+        return Ok(json_response(200, &present(&info, &stored), &warnings));
+    }
+    Err(ApiError::stale(&info.group, &info.plural, &ctx.name))
+}
+
+/// Turns a candidate object into the object to store, in kube's order: decode and
+/// defaults → mutating webhooks → subresource rules, preserved system fields,
+/// validation, kind hooks, generation, managedFields → validating webhooks.
 /// Returns None when nothing changed (no write, same resourceVersion). `old` is the live
 /// object as served at the request's version.
-fn finish_update(
+async fn finish_update(
+    app: &Arc<App>,
     ctx: &WriteCtx,
     old: &Value,
     mut cand: Value,
@@ -352,6 +448,23 @@ fn finish_update(
         && rv != old_rv
     {
         return Err(ApiError::stale(&info.group, &info.plural, &ctx.name));
+    }
+    let mut warnings = normalize(info, &mut cand, ctx.validation)?;
+    let attrs = ctx.attributes(Operation::Update, &ctx.name);
+    let name_before = meta::meta_str(&cand, "name").map(String::from);
+    warnings.extend(adm::mutate(app, &attrs, Some(&mut cand), Some(old)).await?);
+    if let Some(n) = meta::meta_str(&cand, "name").filter(|n| Some(*n) != name_before.as_deref()) {
+        // A webhook renamed the object: names are immutable.
+        return Err(ApiError::invalid(
+            &info.group,
+            &info.kind,
+            &ctx.name,
+            vec![crate::status::Cause::new(
+                "FieldValueInvalid",
+                format!("Invalid value: {n:?}: field is immutable"),
+                "metadata.name",
+            )],
+        ));
     }
     let mut new = match ctx.subresource.as_deref() {
         Some("status") => {
@@ -389,7 +502,7 @@ fn finish_update(
     };
     meta::preserve_system_fields(old, &mut new);
     meta::meta_mut(&mut new).insert("resourceVersion".into(), Value::String(old_rv.to_string()));
-    let warnings = admit(info, &mut new, ctx.validation, Some(old))?;
+    validate_schema(info, &new, Some(old))?;
     meta::validate_name_and_labels(info, &new)?;
     crate::hooks::on_update(info, old, &mut new, ctx.subresource.as_deref())?;
     let immutable = crate::objects::validation::validate_update(info, old, &new);
@@ -432,6 +545,8 @@ fn finish_update(
             ctx.subresource.as_deref(),
         )?,
     }
+    // Webhooks see no-op updates too (kube admits before comparing).
+    warnings.extend(adm::validate(app, &attrs, Some(&new), Some(old)).await?);
     let old_cmp = without_rv(&present(info, old));
     if without_rv(&new) == old_cmp {
         return Ok((None, warnings));

@@ -177,6 +177,11 @@ async fn resource(
         body: bytes,
         accept,
         verb,
+        user: if app.config.token.is_some() {
+            crate::admission::UserInfo::admin()
+        } else {
+            crate::admission::UserInfo::anonymous()
+        },
     };
     let dry_run = rr.dry_run();
     let (verb_name, resource_name) = (rr.verb.as_str(), rr.counted_resource());

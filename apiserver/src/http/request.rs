@@ -154,6 +154,8 @@ pub struct ResourceRequest {
     pub accept: String,
     /// The verb.
     pub verb: Verb,
+    /// Who is asking (for admission webhooks).
+    pub user: crate::admission::UserInfo,
 }
 
 impl ResourceRequest {

@@ -106,17 +106,28 @@ fn decode_error(info: &ResourceInfo, detail: &str) -> ApiError {
     ))
 }
 
-/// Normalizes a body for storage. Returns warnings (unknown fields under Warn).
-///
-/// Built-ins round-trip through their k8s-openapi type (dropping unknown fields,
-/// rejecting wrong types); custom resources are pruned, defaulted and validated
-/// against the CRD's structural schema. `old` is the live object on updates
-/// (validation ratcheting).
+/// Normalizes and validates a body for storage ([`normalize`] then
+/// [`validate_schema`]). Returns warnings (unknown fields under Warn).
 pub fn admit(
     info: &ResourceInfo,
     obj: &mut Value,
     mode: FieldValidation,
     old: Option<&Value>,
+) -> ApiResult<Vec<String>> {
+    let warnings = normalize(info, obj, mode)?;
+    validate_schema(info, obj, old)?;
+    Ok(warnings)
+}
+
+/// Decodes a body as kube does before admission: built-ins round-trip through their
+/// k8s-openapi type (dropping unknown fields, rejecting wrong types) and get their
+/// defaults; custom resources are pruned and defaulted against the CRD's structural
+/// schema. Returns warnings (unknown fields under Warn). Also run again on the object
+/// a mutating webhook patched.
+pub fn normalize(
+    info: &ResourceInfo,
+    obj: &mut Value,
+    mode: FieldValidation,
 ) -> ApiResult<Vec<String>> {
     let mut unknown = vec![];
     // metadata through the typed ObjectMeta.
@@ -147,20 +158,6 @@ pub fn admit(
             return Err(strict_error(info, &unknown));
         }
         schema.default(obj);
-        let errs = match old {
-            Some(o) => schema.validate_update(obj, o),
-            None => schema.validate(obj),
-        };
-        if !errs.is_empty() {
-            let name = crate::objects::meta::meta_str(obj, "name")
-                .unwrap_or("")
-                .to_string();
-            let causes = errs
-                .iter()
-                .map(|e| Cause::new(e.reason(), e.body(), e.field.clone()))
-                .collect();
-            return Err(ApiError::invalid(&info.group, &info.kind, &name, causes));
-        }
     }
     match mode {
         FieldValidation::Strict if !unknown.is_empty() => Err(strict_error(info, &unknown)),
@@ -170,6 +167,29 @@ pub fn admit(
             .collect()),
         _ => Ok(vec![]),
     }
+}
+
+/// Validates a custom resource against its CRD's schema (ratcheting against `old` on
+/// updates); 422 with causes. Built-ins are validated per kind elsewhere.
+pub fn validate_schema(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
+    let Some(schema) = info.crd.as_ref().and_then(|c| c.schema.as_ref()) else {
+        return Ok(());
+    };
+    let errs = match old {
+        Some(o) => schema.validate_update(obj, o),
+        None => schema.validate(obj),
+    };
+    if errs.is_empty() {
+        return Ok(());
+    }
+    let name = crate::objects::meta::meta_str(obj, "name")
+        .unwrap_or("")
+        .to_string();
+    let causes = errs
+        .iter()
+        .map(|e| Cause::new(e.reason(), e.body(), e.field.clone()))
+        .collect();
+    Err(ApiError::invalid(&info.group, &info.kind, &name, causes))
 }
 
 fn strict_error(info: &ResourceInfo, unknown: &[String]) -> ApiError {

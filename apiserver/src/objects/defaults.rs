@@ -78,6 +78,9 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value) {
     match (info.group.as_str(), info.plural.as_str()) {
         ("", "pods") => pod_spec(child(obj, "spec")),
         ("", "secrets") => default(obj, "type", json!("Opaque")),
+        (crate::admission::GROUP, crate::admission::MUTATING | crate::admission::VALIDATING) => {
+            crate::admission::config::default(info, obj)
+        }
         ("", "services") => {
             let spec = child(obj, "spec");
             default(spec, "type", json!("ClusterIP"));

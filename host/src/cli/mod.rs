@@ -4,6 +4,7 @@
 //! 3 the plugin breached a limit, trapped or broke the contract; 4 the
 //! plugin could not be loaded; 5 bad input files or other failures.
 
+mod bench;
 mod input;
 mod operator;
 mod plugin;
@@ -54,6 +55,9 @@ enum Command {
     Dev(operator::DevArgs),
     /// Serve the embedded, kubectl-compatible Kubernetes API server.
     Apiserver(gantry_apiserver::ApiServerArgs),
+    /// Benchmarks: call dispatch cost, convergence at scale.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
 }
 
 /// Exit codes of the `gantry` command.
@@ -76,5 +80,6 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Run(args) => operator::run(args),
         Command::Dev(args) => operator::dev(args),
         Command::Apiserver(args) => operator::apiserver(args),
+        Command::Bench(command) => bench::run(command),
     }
 }

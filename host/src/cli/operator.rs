@@ -26,10 +26,14 @@ pub struct OperatorArgs {
     /// Longest one reconcile may take, in seconds.
     #[arg(long, default_value_t = 60)]
     reconcile_timeout_secs: u64,
-    /// Address of /livez, /readyz and /metrics, or "off" (default:
-    /// 0.0.0.0:8080 for `run`, a free loopback port for `dev`).
+    /// Address of the probes /livez and /readyz, or "off" (default:
+    /// 0.0.0.0:8081 for `run`, a free loopback port for `dev`).
     #[arg(long)]
     health_addr: Option<String>,
+    /// Address of /metrics, or "off" (default: 0.0.0.0:8080 for `run`, a
+    /// free loopback port for `dev`).
+    #[arg(long)]
+    metrics_addr: Option<String>,
     /// This replica's shard, `0..shard-count`.
     #[arg(long, default_value_t = 0)]
     shard_index: u32,
@@ -145,7 +149,13 @@ pub fn run(args: RunArgs) -> ExitCode {
                 None => kube::Config::infer().await?,
             };
             let client = kube::Client::try_from(config)?;
-            operate(client, &args.operator, "0.0.0.0:8080", false).await
+            operate(
+                client,
+                &args.operator,
+                ["0.0.0.0:8081", "0.0.0.0:8080"],
+                false,
+            )
+            .await
         })
     }))
 }
@@ -204,39 +214,57 @@ async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
     println!(
         "gantry dev: try `kubectl get memcacheds,databases,deployments,statefulsets -A`; Ctrl-C stops"
     );
-    let result = operate(client, &args.operator, "127.0.0.1:0", true).await;
+    let result = operate(client, &args.operator, ["127.0.0.1:0"; 2], true).await;
     server.shutdown().await;
     result
 }
 
-/// Run the operator with its health endpoints until SIGINT/SIGTERM.
+/// Serve `router` on `addr` (unless "off") and print `label` and the URL
+/// of `path` on the bound address.
+async fn serve_endpoint(
+    flag: &str,
+    addr: &str,
+    router: axum::Router,
+    label: &str,
+    path: &str,
+) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+    if addr == "off" {
+        return Ok(None);
+    }
+    let addr = addr.parse().with_context(|| format!("{flag} {addr:?}"))?;
+    let (bound, task) = crate::health::serve(addr, router).await?;
+    println!("gantry: {label} at http://{bound}{path}");
+    Ok(Some(task))
+}
+
+/// Run the operator with its health and metrics endpoints until SIGINT/SIGTERM.
 async fn operate(
     client: kube::Client,
     args: &OperatorArgs,
-    default_health: &str,
+    defaults: [&str; 2],
     local: bool,
 ) -> anyhow::Result<()> {
     Shard::new(args.shard_index, args.shard_count).map_err(anyhow::Error::msg)?;
     let runtime = plugin_runtime()?;
     let metrics = Arc::new(Metrics::default());
     let mut options = args.options();
-    let health_addr = args.health_addr.as_deref().unwrap_or(default_health);
-    let health = if health_addr == "off" {
-        None
-    } else {
-        let addr = health_addr
-            .parse()
-            .with_context(|| format!("--health-addr {health_addr:?}"))?;
-        let (bound, task) = crate::health::serve(
-            addr,
-            metrics.clone(),
-            runtime.clone(),
-            options.readiness.clone(),
-        )
-        .await?;
-        println!("gantry: health and metrics at http://{bound}/metrics");
-        Some(task)
-    };
+    let [default_health, default_metrics] = defaults;
+    let health = serve_endpoint(
+        "--health-addr",
+        args.health_addr.as_deref().unwrap_or(default_health),
+        crate::health::health_router(runtime.clone(), options.readiness.clone()),
+        "health probes",
+        "/readyz",
+    )
+    .await?;
+    let metrics_server = serve_endpoint(
+        "--metrics-addr",
+        args.metrics_addr.as_deref().unwrap_or(default_metrics),
+        crate::health::metrics_router(metrics.clone()),
+        "metrics",
+        "/metrics",
+    )
+    .await?;
     let elector = args.leader_elect.then(|| {
         let identity =
             std::env::var("HOSTNAME").unwrap_or_else(|_| format!("gantry-{}", std::process::id()));
@@ -296,7 +324,7 @@ async fn operate(
     };
     // The webhooks answered while in-flight reconciles drained.
     let _ = policies_stop.send(());
-    if let Some(task) = health {
+    for task in [health, metrics_server].into_iter().flatten() {
         task.abort();
     }
     if result.is_ok()

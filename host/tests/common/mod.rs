@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod faults;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -15,7 +17,7 @@ use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
 pub const NAMESPACE: &str = "gantry-system";
 
 /// Start `gantry run` against `kubeconfig` with `args`, stderr to `log`.
-/// With `stdout`, its stdout is piped (read it with [`health_address`]).
+/// With `stdout`, its stdout is piped (read it with [`endpoints`]).
 pub fn gantry_run(
     kubeconfig: &Path,
     log: &Path,
@@ -39,23 +41,26 @@ pub fn gantry_run(
         .expect("start gantry run")
 }
 
-/// The address `gantry run --health-addr 127.0.0.1:0` printed.
-pub fn health_address(child: &mut Child) -> String {
+/// The addresses `gantry run --health-addr 127.0.0.1:0 --metrics-addr
+/// 127.0.0.1:0` printed: (health probes, metrics).
+pub fn endpoints(child: &mut Child) -> (String, String) {
     let stdout = child.stdout.take().expect("stdout piped");
     let mut lines = BufReader::new(stdout).lines();
-    let line = lines
-        .next()
-        .expect("gantry printed its health address")
-        .unwrap();
-    let address = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
+    let (mut health, mut metrics) = (None, None);
+    while health.is_none() || metrics.is_none() {
+        let line = lines.next().expect("gantry printed its endpoints").unwrap();
+        let address = |path: &str| {
+            line.split("http://")
+                .nth(1)
+                .and_then(|rest| rest.strip_suffix(path))
+                .map(str::to_string)
+        };
+        health = health.or_else(|| address("/readyz"));
+        metrics = metrics.or_else(|| address("/metrics"));
+    }
     // Keep draining stdout so the child never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    address
+    (health.unwrap(), metrics.unwrap())
 }
 
 /// `GET path` on `address` over plain HTTP/1.0: (status, body).

@@ -1,5 +1,16 @@
-//! Measuring call cost, side by side in one run. Numbers, never assertions:
+//! Measuring Gantry, side by side in one run. Numbers, never assertions:
 //! benchmarks report, tests decide.
+//!
+//! - this module: timing calls, percentiles, the text table;
+//! - [`dispatch`]: one reconcile call native, in the sandbox, and over an
+//!   HTTP webhook, at three parent sizes;
+//! - [`converge`]: N parents with K children each on an API server, until
+//!   every parent is Synced, then a resync and a spec change;
+//! - [`chart`]: SVG charts of both.
+
+pub mod chart;
+pub mod converge;
+pub mod dispatch;
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +31,9 @@ pub struct Measurement {
     pub p50: Duration,
     /// 99th percentile latency.
     pub p99: Duration,
+    /// Every measured latency, sorted (for charts).
+    #[serde(skip)]
+    pub samples: Vec<Duration>,
 }
 
 /// Time `calls` calls of `f` after `warmup` unmeasured ones.
@@ -48,6 +62,7 @@ pub fn measure(
         calls_per_sec: calls as f64 / total.as_secs_f64(),
         p50: percentile(&latencies, 50.0),
         p99: percentile(&latencies, 99.0),
+        samples: latencies,
     })
 }
 
@@ -87,8 +102,13 @@ pub fn plugin_vs_native(
 
 /// A plain-text table of `rows`, with each row's cost relative to the last.
 pub fn render(rows: &[Measurement]) -> String {
+    render_against(rows, rows.len().saturating_sub(1))
+}
+
+/// A plain-text table of `rows`, with each row's p50 relative to row `base`.
+pub fn render_against(rows: &[Measurement], base: usize) -> String {
     let base = rows
-        .last()
+        .get(base)
         .map(|r| r.p50.as_secs_f64())
         .unwrap_or(1.0)
         .max(1e-12);

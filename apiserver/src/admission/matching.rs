@@ -1,0 +1,247 @@
+//! Which webhooks a request goes to, as kube's `rules.Matcher`, `namespace.Matcher`,
+//! `object.Matcher` and `matchconditions.Matcher` decide.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::admissionregistration::v1 as admreg;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde_json::Value;
+
+use super::{Attributes, Operation, Webhook};
+use crate::registry::{Registry, ResourceInfo};
+use crate::status::Cause;
+
+fn is_namespaces(info: &ResourceInfo) -> bool {
+    info.group.is_empty() && info.plural == "namespaces"
+}
+
+fn listed(list: Option<&Vec<String>>, value: &str) -> bool {
+    list.is_some_and(|l| l.iter().any(|x| x == "*" || x == value))
+}
+
+/// Whether one rule matches a request for `info` (the resource as the webhook would
+/// see it).
+pub fn rule_matches(
+    rule: &admreg::RuleWithOperations,
+    info: &ResourceInfo,
+    a: &Attributes,
+) -> bool {
+    let op_ok = listed(rule.operations.as_ref(), a.operation.as_str());
+    let group_ok = listed(rule.api_groups.as_ref(), &info.group);
+    let version_ok = listed(rule.api_versions.as_ref(), &info.version);
+    let sub = a.subresource.as_deref().unwrap_or("");
+    let resource_ok = rule.resources.as_ref().is_some_and(|rs| {
+        rs.iter().any(|r| {
+            let (res, rsub) = r.split_once('/').unwrap_or((r, ""));
+            (res == "*" || res == info.plural) && (rsub == "*" || rsub == sub)
+        })
+    });
+    let scope_ok = match rule.scope.as_deref() {
+        None | Some("*") => true,
+        // Namespace objects are cluster-scoped.
+        Some("Namespaced") => !is_namespaces(info) && info.namespaced,
+        Some("Cluster") => is_namespaces(info) || !info.namespaced,
+        Some(_) => false,
+    };
+    op_ok && group_ok && version_ok && resource_ok && scope_ok
+}
+
+/// The resource the webhook's rules match the request as: the requested one, or with
+/// `matchPolicy: Equivalent` another served version of the same resource. None when
+/// the rules do not match.
+pub fn matched_resource(
+    hook: &Webhook,
+    a: &Attributes,
+    registry: &Registry,
+) -> Option<Arc<ResourceInfo>> {
+    if hook.rules.iter().any(|r| rule_matches(r, &a.info, a)) {
+        return Some(a.info.clone());
+    }
+    if !hook.equivalent {
+        return None;
+    }
+    registry
+        .all()
+        .into_iter()
+        .filter(|o| {
+            o.storage_group == a.info.storage_group
+                && o.group == a.info.group
+                && o.plural == a.info.plural
+                && o.version != a.info.version
+        })
+        .find(|o| hook.rules.iter().any(|r| rule_matches(r, o, a)))
+}
+
+/// Labels of an object (empty when none).
+pub fn labels(obj: Option<&Value>) -> BTreeMap<String, String> {
+    obj.and_then(|o| o.pointer("/metadata/labels"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether a metav1 LabelSelector matches `labels` (the empty selector matches all).
+pub fn selector_matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    let labels_ok = sel
+        .match_labels
+        .as_ref()
+        .is_none_or(|ml| ml.iter().all(|(k, v)| labels.get(k) == Some(v)));
+    let exprs_ok = sel.match_expressions.as_ref().is_none_or(|es| {
+        es.iter().all(|e| {
+            let values = e.values.as_deref().unwrap_or(&[]);
+            let got = labels.get(&e.key);
+            match e.operator.as_str() {
+                "In" => got.is_some_and(|v| values.contains(v)),
+                "NotIn" => got.is_none_or(|v| !values.contains(v)),
+                "Exists" => got.is_some(),
+                "DoesNotExist" => got.is_none(),
+                _ => false,
+            }
+        })
+    });
+    labels_ok && exprs_ok
+}
+
+/// Whether a selector is empty (matches everything).
+pub fn selector_is_empty(sel: &LabelSelector) -> bool {
+    sel.match_labels.as_ref().is_none_or(|m| m.is_empty())
+        && sel.match_expressions.as_ref().is_none_or(|e| e.is_empty())
+}
+
+/// kube's label selector validation (`ValidateLabelSelector`).
+pub fn validate_selector(sel: &LabelSelector, path: &str, out: &mut Vec<Cause>) {
+    for (i, e) in sel.match_expressions.iter().flatten().enumerate() {
+        let p = format!("{path}.matchExpressions[{i}]");
+        let has_values = e.values.as_ref().is_some_and(|v| !v.is_empty());
+        match e.operator.as_str() {
+            "In" | "NotIn" if !has_values => out.push(Cause::new(
+                "FieldValueRequired",
+                "Required value: must be specified when `operator` is 'In' or 'NotIn'",
+                format!("{p}.values"),
+            )),
+            "Exists" | "DoesNotExist" if has_values => out.push(Cause::new(
+                "FieldValueForbidden",
+                "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                format!("{p}.values"),
+            )),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            op => out.push(Cause::new(
+                "FieldValueInvalid",
+                format!("Invalid value: {op:?}: not a valid selector operator"),
+                format!("{p}.operator"),
+            )),
+        }
+        if e.key.is_empty() {
+            out.push(Cause::new(
+                "FieldValueInvalid",
+                "Invalid value: \"\": name part must be non-empty",
+                format!("{p}.key"),
+            ));
+        }
+    }
+}
+
+/// Whether the object selector matches the new or the old object's labels.
+pub fn object_matches(hook: &Webhook, obj: Option<&Value>, old: Option<&Value>) -> bool {
+    if selector_is_empty(&hook.object_selector) {
+        return true;
+    }
+    let m = |o: Option<&Value>| {
+        o.is_some_and(|o| selector_matches(&hook.object_selector, &labels(Some(o))))
+    };
+    m(obj) || m(old)
+}
+
+/// Whether the namespace selector matches: cluster-scoped objects (other than
+/// Namespaces) always match; Namespace creates/updates use the object's own labels;
+/// everything else the labels of the stored namespace (`ns_labels`). Err(message)
+/// when the namespace does not exist.
+pub fn namespace_matches(
+    hook: &Webhook,
+    a: &Attributes,
+    obj: Option<&Value>,
+    ns_labels: impl FnOnce(&str) -> Option<BTreeMap<String, String>>,
+) -> Result<bool, String> {
+    let Some(ns) = a.selector_namespace() else {
+        return Ok(true);
+    };
+    if selector_is_empty(&hook.namespace_selector) {
+        return Ok(true);
+    }
+    let own = is_namespaces(&a.info)
+        && a.subresource.is_none()
+        && matches!(a.operation, Operation::Create | Operation::Update);
+    let labels = if own {
+        labels(obj)
+    } else {
+        ns_labels(ns).ok_or_else(|| format!("namespaces \"{ns}\" not found"))?
+    };
+    Ok(selector_matches(&hook.namespace_selector, &labels))
+}
+
+/// Evaluates matchConditions: Ok(false) when one is false, Err when none is false and
+/// one failed to evaluate (kube then applies the failure policy). Evaluation recurses
+/// over the expression, so it runs on a helper thread with a large stack.
+pub fn conditions_match(
+    hook: &Webhook,
+    obj: Option<&Value>,
+    old: Option<&Value>,
+    request: &Value,
+) -> Result<bool, String> {
+    let conds = hook.match_conditions.as_ref().map_err(Clone::clone)?;
+    if conds.is_empty() {
+        return Ok(true);
+    }
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("gantry-admission-cel".into())
+            .stack_size(64 << 20)
+            .spawn_scoped(s, || evaluate(conds, obj, old, request))
+            .map_err(|e| format!("matchConditions: {e}"))?
+            .join()
+            .unwrap_or_else(|_| Err("matchConditions: evaluation failed".into()))
+    })
+}
+
+fn evaluate(
+    conds: &[super::config::MatchCondition],
+    obj: Option<&Value>,
+    old: Option<&Value>,
+    request: &Value,
+) -> Result<bool, String> {
+    let to_cel =
+        |v: Option<&Value>| cel::to_value(v.unwrap_or(&Value::Null)).map_err(|e| e.to_string());
+    let (object, old_object, req) = (to_cel(obj)?, to_cel(old)?, to_cel(Some(request))?);
+    let mut ctx = cel::Context::default();
+    ctx.add_variable_from_value("object", object);
+    ctx.add_variable_from_value("oldObject", old_object);
+    ctx.add_variable_from_value("request", req);
+    let mut first_err = None;
+    for c in conds {
+        match c.program.execute(&ctx) {
+            Ok(cel::Value::Bool(true)) => {}
+            Ok(cel::Value::Bool(false)) => return Ok(false),
+            Ok(other) => {
+                first_err.get_or_insert(format!(
+                    "matchCondition {:?} must evaluate to bool, got {other:?}",
+                    c.name
+                ));
+            }
+            Err(e) => {
+                first_err.get_or_insert(format!(
+                    "failed to evaluate matchCondition {:?}: {e}",
+                    c.name
+                ));
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(true),
+    }
+}

@@ -1,0 +1,159 @@
+//! `gantry bench dispatch` and `gantry bench converge`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use super::exit;
+use crate::bench::{chart, converge, dispatch};
+use crate::runtime::{Limits, Runtime};
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Cost of one reconcile call: native, sandboxed wasm, HTTP webhook.
+    Dispatch(DispatchArgs),
+    /// N parents with K children each, from creation to converged.
+    Converge(ConvergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DispatchArgs {
+    /// Parent sizes (bytes, or with k/m suffixes).
+    #[arg(long, value_delimiter = ',', default_value = "1k,20k,500k")]
+    sizes: Vec<String>,
+    /// Measured calls per implementation and size (a tenth of them for
+    /// the JavaScript and Python plugins).
+    #[arg(long, default_value_t = 2000)]
+    calls: usize,
+    /// Unmeasured calls first.
+    #[arg(long, default_value_t = 100)]
+    warmup: usize,
+    /// Also the JavaScript and Python builds of memcached (builds them;
+    /// needs node/npm and Python).
+    #[arg(long)]
+    polyglot: bool,
+    /// Write latency charts (SVG) into this directory.
+    #[arg(long)]
+    chart_dir: Option<PathBuf>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ConvergeArgs {
+    /// Parents to create.
+    #[arg(long, default_value_t = 1000)]
+    parents: usize,
+    /// ConfigMaps per parent.
+    #[arg(long, default_value_t = 3)]
+    children_per_parent: u32,
+    /// Reconciles at once.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// Resync period of the bench binding, seconds.
+    #[arg(long, default_value_t = 30)]
+    resync_secs: u64,
+    /// Give up on a phase after this many seconds.
+    #[arg(long, default_value_t = 1800)]
+    timeout_secs: u64,
+    /// Percentage of plugin calls that trap (fault injection).
+    #[arg(long, default_value_t = 0)]
+    trap_percent: u8,
+    /// Run against this cluster instead of starting `gantry apiserver`.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Write the convergence chart (SVG) here.
+    #[arg(long)]
+    chart: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn fail(e: &anyhow::Error) -> ExitCode {
+    eprintln!("error: {e:#}");
+    ExitCode::from(exit::OTHER)
+}
+
+pub fn run(command: BenchCommand) -> ExitCode {
+    let result = match command {
+        BenchCommand::Dispatch(args) => run_dispatch(&args),
+        BenchCommand::Converge(args) => run_converge(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
+}
+
+fn run_dispatch(args: &DispatchArgs) -> anyhow::Result<()> {
+    let sizes = args
+        .sizes
+        .iter()
+        .map(|s| dispatch::parse_size(s))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let runtime = Runtime::with_defaults()?;
+    let load = |name: &str| -> anyhow::Result<_> {
+        let bytes = crate::toolchain::example_plugin(name)?;
+        Ok(runtime.load_reconciler(name, &bytes)?)
+    };
+    let plugin = load("memcached")?;
+    let mut others = Vec::new();
+    if args.polyglot {
+        for name in ["memcached-js", "memcached-py"] {
+            let dir = crate::dev::example_dir(name);
+            let path = crate::toolchain::build_any(&dir, &Default::default())?;
+            let bytes = std::fs::read(&path)?;
+            others.push(runtime.load_reconciler(name, &bytes)?);
+        }
+    }
+    let plan = dispatch::DispatchPlan {
+        sizes,
+        calls: args.calls,
+        warmup: args.warmup,
+        limits: Limits::default(),
+    };
+    let results = dispatch::run(&plan, &plugin, &others)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    } else {
+        print!("{}", dispatch::render(&results));
+    }
+    if let Some(dir) = &args.chart_dir {
+        for file in chart::dispatch(&results, dir)? {
+            eprintln!("wrote {}", file.display());
+        }
+    }
+    Ok(())
+}
+
+fn run_converge(args: &ConvergeArgs) -> anyhow::Result<()> {
+    let plan = converge::ConvergePlan {
+        parents: args.parents,
+        children_per_parent: args.children_per_parent,
+        concurrency: args.concurrency,
+        resync: Duration::from_secs(args.resync_secs),
+        phase_timeout: Duration::from_secs(args.timeout_secs),
+        trap_percent: args.trap_percent,
+        kubeconfig: args.kubeconfig.clone(),
+        gantry: std::env::current_exe()?,
+        plugin: crate::toolchain::example_plugin("fanout")?,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let report = runtime.block_on(converge::run(&plan, |line| eprintln!("bench: {line}")))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", converge::render(&report));
+    }
+    if let Some(path) = &args.chart {
+        chart::convergence(&report, path)?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}

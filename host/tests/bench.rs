@@ -1,0 +1,111 @@
+//! The benchmarks run, at tiny sizes: they produce their reports, and the
+//! properties they measure hold (equal answers before timing; no writes on
+//! a resync with nothing changed). Their numbers are not asserted.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn gantry_json(args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_gantry"))
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "gantry {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON report")
+}
+
+#[test]
+fn dispatch_measures_native_wasm_and_webhook_per_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = gantry_json(&[
+        "bench",
+        "dispatch",
+        "--sizes",
+        "1k,20k",
+        "--calls",
+        "20",
+        "--warmup",
+        "2",
+        "--chart-dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    let sizes: Vec<u64> = report
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["parent_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [1024, 20480]);
+    for size in report.as_array().unwrap() {
+        let names: Vec<&str> = size["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "native Rust call",
+                "wasm, Rust guest (sandboxed)",
+                "HTTP webhook on loopback"
+            ]
+        );
+        assert!(
+            size["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["calls"] == 20)
+        );
+    }
+    for bytes in [1024, 20480] {
+        let svg =
+            std::fs::read_to_string(dir.path().join(format!("dispatch-{bytes}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("HTTP webhook on loopback"));
+    }
+}
+
+#[test]
+fn converge_reports_phases_and_a_resync_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("converge.svg");
+    let report = gantry_json(&[
+        "--log-format",
+        "text",
+        "bench",
+        "converge",
+        "--parents",
+        "6",
+        "--children-per-parent",
+        "2",
+        "--resync-secs",
+        "2",
+        "--timeout-secs",
+        "120",
+        "--chart",
+        chart.to_str().unwrap(),
+    ]);
+    let phases: Vec<(&str, u64)> = report["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["writes"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(phases.len(), 3, "{report}");
+    assert_eq!(phases[0].0, "converge");
+    // 12 children and 6 status writes at least.
+    assert!(phases[0].1 >= 18, "{report}");
+    assert_eq!(phases[1], ("resync", 0), "{report}");
+    assert_eq!(phases[2].0, "spec-change");
+    assert!(phases[2].1 >= 12, "{report}");
+    assert!(report["apiserver_peak_rss"].as_u64().unwrap() > 0);
+    assert!(report["operator_peak_rss"].as_u64().unwrap() > 0);
+    assert!(std::fs::read_to_string(&chart).unwrap().starts_with("<svg"));
+}
