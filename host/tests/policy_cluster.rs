@@ -88,6 +88,7 @@ impl Cluster {
                 base_url: base_url.clone(),
                 ca_pem: certificate.ca_pem.clone(),
                 exclude_namespaces: vec![NS.into()],
+                service: None,
             },
             stopped(rx.clone()),
         ));

@@ -38,8 +38,14 @@ pub struct WebhookArgs {
     /// Base URL under which the API server reaches the webhook server,
     /// e.g. https://gantry-webhook.gantry-system.svc:8443 (default:
     /// https://<listen address>, with 0.0.0.0 read as 127.0.0.1).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "webhook_service")]
     webhook_url: Option<String>,
+    /// The Service in front of the webhook server, `namespace/name[:port]`
+    /// (port 443 by default): the webhook configurations point at it
+    /// instead of a URL, and a generated certificate covers
+    /// `name.namespace.svc`.
+    #[arg(long)]
+    webhook_service: Option<crate::policy::sync::ServiceRef>,
     /// Extra DNS names or IPs of the generated certificate (the host of
     /// --webhook-url, 127.0.0.1 and localhost are always in).
     #[arg(long)]
@@ -127,6 +133,9 @@ pub async fn start_policies(
         _ => {
             let mut hosts = args.webhook_host.clone();
             hosts.extend(args.webhook_url.as_deref().and_then(url_host));
+            if let Some(service) = &args.webhook_service {
+                hosts.extend(service.dns_names());
+            }
             if !addr.ip().is_unspecified() {
                 hosts.push(addr.ip().to_string());
             }
@@ -149,7 +158,13 @@ pub async fn start_policies(
         }
         format!("https://{bound}")
     });
-    println!("gantry: admission webhooks at {base_url}/policies/<name>");
+    match &args.webhook_service {
+        Some(service) => println!(
+            "gantry: admission webhooks on {}, reached through Service {}/{} at /policies/<name>",
+            webhooks.addr, service.namespace, service.name
+        ),
+        None => println!("gantry: admission webhooks at {base_url}/policies/<name>"),
+    }
     let stop = stopped(stop_rx.clone());
     tokio::spawn(async move {
         stop.await;
@@ -161,6 +176,7 @@ pub async fn start_policies(
             base_url,
             ca_pem: certificate.ca_pem.clone(),
             exclude_namespaces: vec![namespace.to_string()],
+            service: args.webhook_service.clone(),
         };
         tokio::spawn(run_sync(
             client.clone(),

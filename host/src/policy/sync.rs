@@ -34,13 +34,59 @@ pub struct SyncOptions {
     /// Name of both configurations.
     pub name: String,
     /// Base URL of the webhook server as the API server reaches it, e.g.
-    /// `https://gantry-webhook.gantry-system.svc:8443`.
+    /// `https://gantry.example.com:8443`; ignored when `service` is set.
     pub base_url: String,
+    /// The Service in front of the webhook server, if the API server
+    /// should reach it through one (`clientConfig.service`).
+    pub service: Option<ServiceRef>,
     /// PEM of the CA that signed the server's certificate.
     pub ca_pem: String,
     /// Namespaces never sent to any policy (Gantry's own, so that a
     /// failing policy cannot block its repair).
     pub exclude_namespaces: Vec<String>,
+}
+
+/// A Service in front of the webhook server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceRef {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its port (443 when absent).
+    pub port: Option<u16>,
+}
+
+impl std::str::FromStr for ServiceRef {
+    type Err = String;
+
+    /// `namespace/name` or `namespace/name:port`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let bad = || format!("{text:?} is not namespace/name[:port]");
+        let (namespace, rest) = text.split_once('/').ok_or_else(bad)?;
+        let (name, port) = match rest.split_once(':') {
+            Some((name, port)) => (name, Some(port.parse().map_err(|_| bad())?)),
+            None => (rest, None),
+        };
+        if !crate::controller::binding::is_dns_label(namespace)
+            || !crate::controller::binding::is_dns_label(name)
+        {
+            return Err(bad());
+        }
+        Ok(Self {
+            namespace: namespace.into(),
+            name: name.into(),
+            port,
+        })
+    }
+}
+
+impl ServiceRef {
+    /// The DNS names the serving certificate needs.
+    pub fn dns_names(&self) -> Vec<String> {
+        let base = format!("{}.{}.svc", self.name, self.namespace);
+        vec![base.clone(), format!("{base}.cluster.local")]
+    }
 }
 
 /// The webhook of one policy.
@@ -71,10 +117,7 @@ fn webhook(spec: &PolicySpec, options: &SyncOptions) -> Value {
     };
     let mut webhook = json!({
         "name": spec.webhook_name(),
-        "clientConfig": {
-            "url": format!("{}{}", options.base_url.trim_end_matches('/'), spec.path()),
-            "caBundle": base64::engine::general_purpose::STANDARD.encode(options.ca_pem.as_bytes()),
-        },
+        "clientConfig": client_config(spec, options),
         "rules": spec.rules,
         "namespaceSelector": namespace_selector,
         "objectSelector": spec.object_selector.clone().map(|s| serde_json::to_value(s).expect("a selector serializes")).unwrap_or_else(|| json!({})),
@@ -88,6 +131,25 @@ fn webhook(spec: &PolicySpec, options: &SyncOptions) -> Value {
         webhook["reinvocationPolicy"] = "Never".into();
     }
     webhook
+}
+
+fn client_config(spec: &PolicySpec, options: &SyncOptions) -> Value {
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(options.ca_pem.as_bytes());
+    match &options.service {
+        Some(service) => json!({
+            "service": {
+                "namespace": service.namespace,
+                "name": service.name,
+                "path": spec.path(),
+                "port": service.port.unwrap_or(443),
+            },
+            "caBundle": ca_bundle,
+        }),
+        None => json!({
+            "url": format!("{}{}", options.base_url.trim_end_matches('/'), spec.path()),
+            "caBundle": ca_bundle,
+        }),
+    }
 }
 
 /// The validating and the mutating configuration for `policies`.
@@ -203,7 +265,26 @@ mod tests {
             base_url: "https://127.0.0.1:8443/".into(),
             ca_pem: "PEM".into(),
             exclude_namespaces: vec!["gantry-system".into()],
+            service: None,
         }
+    }
+
+    #[test]
+    fn services_as_client_config() {
+        let service: ServiceRef = "gantry-system/gantry-webhook:8443".parse().unwrap();
+        assert_eq!(service.dns_names()[0], "gantry-webhook.gantry-system.svc");
+        assert!("gantry-webhook".parse::<ServiceRef>().is_err());
+        assert!("a/b:http".parse::<ServiceRef>().is_err());
+        let spec = parse_spec(
+            "name: cap\nrules:\n- {apiGroups: [apps], apiVersions: [v1], resources: [deployments], operations: [CREATE]}\n",
+        )
+        .unwrap();
+        let mut options = options();
+        options.service = Some(service);
+        assert_eq!(
+            webhook(&spec, &options)["clientConfig"],
+            json!({"service": {"namespace": "gantry-system", "name": "gantry-webhook", "path": "/policies/cap", "port": 8443}, "caBundle": "UEVN"})
+        );
     }
 
     #[test]
