@@ -205,3 +205,26 @@ pub async fn install_policy_example(
     )
     .await
 }
+
+/// Delete the webhook configurations named `name` left by an earlier run:
+/// they point at a server (port, CA) that is gone, and would fail every
+/// matching request until the new server's sync replaces them.
+pub async fn forget_webhook_configurations(client: &Client, name: &str) -> anyhow::Result<()> {
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    let params = kube::api::DeleteParams::default();
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    for result in [
+        validating.delete(name, &params).await.map(|_| ()),
+        mutating.delete(name, &params).await.map(|_| ()),
+    ] {
+        match result {
+            Ok(()) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(e).context("deleting stale webhook configurations"),
+        }
+    }
+    Ok(())
+}

@@ -59,6 +59,10 @@ pub struct OperatorArgs {
 }
 
 impl OperatorArgs {
+    fn webhook_configuration_name(&self) -> &str {
+        self.webhook.configuration_name()
+    }
+
     fn options(&self) -> OperatorOptions {
         let shard = Shard::new(self.shard_index, self.shard_count).unwrap_or_default();
         OperatorOptions {
@@ -189,6 +193,8 @@ async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
         .write_kubeconfig(&kubeconfig)
         .context("writing the kubeconfig")?;
     let client = server.client();
+    crate::dev::forget_webhook_configurations(&client, args.operator.webhook_configuration_name())
+        .await?;
     let options = args.operator.options();
     for example in crate::dev::EXAMPLES {
         crate::dev::install_example(&client, example, &options.namespace).await?;

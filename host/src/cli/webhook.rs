@@ -60,6 +60,13 @@ pub struct WebhookArgs {
 }
 
 /// A future that completes when `rx` says so; one per task.
+impl WebhookArgs {
+    /// Name of the two webhook configurations.
+    pub fn configuration_name(&self) -> &str {
+        &self.webhook_configuration_name
+    }
+}
+
 async fn stopped(mut rx: tokio::sync::watch::Receiver<bool>) {
     let _ = rx.wait_for(|stop| *stop).await;
 }
