@@ -8,7 +8,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use gantry_sdk::Trigger;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{DynamicObject, Patch, PatchParams};
@@ -460,8 +460,10 @@ impl Manager {
             .map(|(info, w)| ChildKind {
                 info: info.clone(),
                 store: w.as_reader(),
+                owners: Arc::default(),
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let owner_indexes: Vec<_> = children.iter().map(|c| c.owners.clone()).collect();
         let related = related_infos
             .iter()
             .zip(&related_writers)
@@ -496,12 +498,18 @@ impl Manager {
         let mut controller =
             Controller::for_stream_with(parent_stream, parents, parent.resource.clone());
         let child_selector = format!("{CHILD_LABEL}={}", spec.name);
-        for (info, writer) in child_infos.into_iter().zip(child_writers) {
+        for ((info, writer), owners) in child_infos
+            .into_iter()
+            .zip(child_writers)
+            .zip(owner_indexes)
+        {
             let api = Api::all_with(client.clone(), &info.resource);
+            let resource = info.resource.clone();
             let stream = reflector::reflector(
                 writer,
                 watcher(api, watcher::Config::default().labels(&child_selector)).default_backoff(),
             )
+            .inspect_ok(move |event| owners.observe(event, &resource))
             .touched_objects();
             let mapper = child_mapper(ctx.clone(), info.clone());
             controller = controller.watches_stream_with(stream, mapper, info.resource.clone());
