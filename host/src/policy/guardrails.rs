@@ -194,3 +194,71 @@ pub async fn check(
         Err(ReconcileError::PolicyDenied(denials))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use kube::core::GroupVersionKind;
+
+    use super::*;
+    use crate::controller::binding::KindRef;
+
+    #[test]
+    fn a_child_becomes_the_request_its_apply_would_cause() {
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apps", "v1", "Deployment"),
+            "deployments",
+        );
+        let child = DesiredChild {
+            kind: KindRef {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+            },
+            namespace: Some("default".into()),
+            name: "web".into(),
+            object: json!({}),
+        };
+        let object =
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}});
+        let create = synthesized_request("memcached", &resource, &child, &object, None);
+        assert_eq!(create["operation"], "CREATE");
+        assert_eq!(
+            create["kind"],
+            json!({"group": "apps", "version": "v1", "kind": "Deployment"})
+        );
+        assert_eq!(
+            create["resource"],
+            json!({"group": "apps", "version": "v1", "resource": "deployments"})
+        );
+        assert_eq!(
+            (&create["namespace"], &create["name"]),
+            (&json!("default"), &json!("web"))
+        );
+        assert_eq!(create["userInfo"]["username"], "gantry:binding:memcached");
+        assert_eq!(create["oldObject"], Value::Null);
+        assert!(
+            create["uid"]
+                .as_str()
+                .unwrap()
+                .starts_with("gantry-guardrail-")
+        );
+        let update = synthesized_request(
+            "memcached",
+            &resource,
+            &child,
+            &object,
+            Some(object.clone()),
+        );
+        assert_eq!(update["operation"], "UPDATE");
+        assert_eq!(update["options"]["kind"], "PatchOptions");
+        assert_eq!(update["oldObject"], object);
+        // What a policy sees parses as the SDK's request.
+        let request = gantry_sdk::AdmissionRequest {
+            request: update,
+            settings: Value::Null,
+        };
+        assert_eq!(
+            request.group_kind(),
+            Some(("apps".into(), "Deployment".into()))
+        );
+    }
+}
