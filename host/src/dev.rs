@@ -167,3 +167,64 @@ pub async fn install_example(client: &Client, name: &str, namespace: &str) -> an
     )
     .await
 }
+
+/// The example admission policies `gantry dev` installs, by directory
+/// under `plugins/` (each has a `policy.yaml`).
+pub const POLICY_EXAMPLES: &[&str] = &["disallow-privileged"];
+
+/// A policy binding ConfigMap named `name` with `policy_yaml` and the
+/// component (zstd-compressed when `compress`).
+pub fn policy_config_map(
+    name: &str,
+    namespace: &str,
+    policy_yaml: &str,
+    component: &[u8],
+    compress: bool,
+) -> anyhow::Result<ConfigMap> {
+    use crate::policy::binding::{POLICY_KEY, POLICY_LABEL};
+    let mut cm = binding_config_map(name, namespace, "", component, compress)?;
+    cm.metadata.labels = Some([(POLICY_LABEL.to_string(), "true".to_string())].into());
+    cm.data = Some([(POLICY_KEY.to_string(), policy_yaml.to_string())].into());
+    Ok(cm)
+}
+
+/// Install the example policy `name`: its `policy.yaml` with the built
+/// component, into `namespace`.
+pub async fn install_policy_example(
+    client: &Client,
+    name: &str,
+    namespace: &str,
+) -> anyhow::Result<()> {
+    let policy_yaml = std::fs::read_to_string(example_dir(name).join("policy.yaml"))
+        .with_context(|| format!("reading {name}/policy.yaml"))?;
+    let component = toolchain::example_plugin(name)?;
+    ensure_namespace(client, namespace).await?;
+    apply_binding(
+        client,
+        &policy_config_map(name, namespace, &policy_yaml, &component, true)?,
+    )
+    .await
+}
+
+/// Delete the webhook configurations named `name` left by an earlier run:
+/// they point at a server (port, CA) that is gone, and would fail every
+/// matching request until the new server's sync replaces them.
+pub async fn forget_webhook_configurations(client: &Client, name: &str) -> anyhow::Result<()> {
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    let params = kube::api::DeleteParams::default();
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    for result in [
+        validating.delete(name, &params).await.map(|_| ()),
+        mutating.delete(name, &params).await.map(|_| ()),
+    ] {
+        match result {
+            Ok(()) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(e).context("deleting stale webhook configurations"),
+        }
+    }
+    Ok(())
+}

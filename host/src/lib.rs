@@ -9,6 +9,8 @@
 //!   compile cache, and the per-call sandbox with its limits.
 //! - [`controller`]: the operator: bindings from ConfigMaps, one
 //!   controller per binding, reconcile → guardrails → apply/prune → status.
+//! - [`policy`]: admission policies: policy bindings, the HTTPS webhook
+//!   server, webhook configuration sync, guardrails on reconcile output.
 //! - [`toolchain`]: building plugin crates into components.
 //! - [`bench`]: side-by-side cost of native and plugin calls.
 //! - [`cli`]: the `gantry` command line.
@@ -19,6 +21,7 @@ pub mod contract;
 pub mod controller;
 pub mod dev;
 pub mod health;
+pub mod policy;
 pub mod runtime;
 pub mod telemetry;
 pub mod toolchain;

@@ -8,6 +8,8 @@ mod bench;
 mod input;
 mod operator;
 mod plugin;
+mod policy;
+mod webhook;
 
 pub use input::{read_object, read_objects, read_value};
 
@@ -43,6 +45,9 @@ enum Command {
     /// Build, run and benchmark plugins locally.
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
+    /// Run and benchmark admission policies locally.
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
     /// Run the operator against a cluster (kubeconfig or in-cluster).
     Run(operator::RunArgs),
     /// Run everything on this machine: the embedded API server, the example
@@ -71,6 +76,7 @@ pub mod exit {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Plugin(command) => plugin::run(command),
+        Command::Policy(command) => policy::run(command),
         Command::Run(args) => operator::run(args),
         Command::Dev(args) => operator::dev(args),
         Command::Apiserver(args) => operator::apiserver(args),

@@ -54,9 +54,15 @@ pub struct OperatorArgs {
     /// Seconds between renewals and between attempts to acquire.
     #[arg(long, default_value_t = 2)]
     lease_retry_secs: u64,
+    #[command(flatten)]
+    webhook: super::webhook::WebhookArgs,
 }
 
 impl OperatorArgs {
+    fn webhook_configuration_name(&self) -> &str {
+        self.webhook.configuration_name()
+    }
+
     fn options(&self) -> OperatorOptions {
         let shard = Shard::new(self.shard_index, self.shard_count).unwrap_or_default();
         OperatorOptions {
@@ -147,7 +153,13 @@ pub fn run(args: RunArgs) -> ExitCode {
                 None => kube::Config::infer().await?,
             };
             let client = kube::Client::try_from(config)?;
-            operate(client, &args.operator, ["0.0.0.0:8081", "0.0.0.0:8080"]).await
+            operate(
+                client,
+                &args.operator,
+                ["0.0.0.0:8081", "0.0.0.0:8080"],
+                false,
+            )
+            .await
         })
     }))
 }
@@ -181,9 +193,14 @@ async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
         .write_kubeconfig(&kubeconfig)
         .context("writing the kubeconfig")?;
     let client = server.client();
+    crate::dev::forget_webhook_configurations(&client, args.operator.webhook_configuration_name())
+        .await?;
     let options = args.operator.options();
     for example in crate::dev::EXAMPLES {
         crate::dev::install_example(&client, example, &options.namespace).await?;
+    }
+    for example in crate::dev::POLICY_EXAMPLES {
+        crate::dev::install_policy_example(&client, example, &options.namespace).await?;
     }
     if !args.no_samples {
         for example in crate::dev::EXAMPLES {
@@ -203,7 +220,7 @@ async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
     println!(
         "gantry dev: try `kubectl get memcacheds,databases,deployments,statefulsets -A`; Ctrl-C stops"
     );
-    let result = operate(client, &args.operator, ["127.0.0.1:0"; 2]).await;
+    let result = operate(client, &args.operator, ["127.0.0.1:0"; 2], true).await;
     server.shutdown().await;
     result
 }
@@ -231,6 +248,7 @@ async fn operate(
     client: kube::Client,
     args: &OperatorArgs,
     defaults: [&str; 2],
+    local: bool,
 ) -> anyhow::Result<()> {
     Shard::new(args.shard_index, args.shard_count).map_err(anyhow::Error::msg)?;
     let runtime = plugin_runtime()?;
@@ -289,12 +307,29 @@ async fn operate(
             None => std::future::pending().await,
         }
     };
+    let (policies_stop, policies_stopped) = tokio::sync::oneshot::channel::<()>();
+    let policy_metrics = Arc::new(crate::policy::PolicyMetrics::default());
+    metrics.register(|registry| policy_metrics.register(registry));
+    options.policies = super::webhook::start_policies(
+        &client,
+        &runtime,
+        &args.namespace,
+        &args.webhook,
+        local,
+        policy_metrics,
+        async move {
+            let _ = policies_stopped.await;
+        },
+    )
+    .await?;
     let result = tokio::select! {
         result = run_operator(client, runtime, options, metrics, shutdown_signal()) => result,
         () = leadership => Err(anyhow::anyhow!(
             "lost the leader Lease; exiting so that a new replica takes over"
         )),
     };
+    // The webhooks answered while in-flight reconciles drained.
+    let _ = policies_stop.send(());
     for task in [health, metrics_server].into_iter().flatten() {
         task.abort();
     }

@@ -37,7 +37,7 @@ fn owner_reference(ctx: &BindingContext, parent: &DynamicObject) -> Value {
 }
 
 /// `child.object` with the owner reference and the binding label set.
-fn intent(ctx: &BindingContext, parent: &DynamicObject, child: &DesiredChild) -> Value {
+pub(crate) fn intent(ctx: &BindingContext, parent: &DynamicObject, child: &DesiredChild) -> Value {
     let mut object = child.object.clone();
     let meta = object
         .as_object_mut()

@@ -122,6 +122,10 @@ pub struct BindingSpec {
     /// Expected sha256 of the component (lowercase hex).
     #[serde(default)]
     pub sha256: Option<String>,
+    /// Names of policy bindings (`gantry.dev/policy`) that every desired
+    /// child must pass before anything is applied.
+    #[serde(default)]
+    pub guardrail_policies: Vec<String>,
 }
 
 fn default_resync() -> u64 {
@@ -305,6 +309,20 @@ pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
             return Err(field(&format!("related[{i}]"), "needs a selector or names"));
         }
     }
+    for (i, policy) in spec.guardrail_policies.iter().enumerate() {
+        if !is_dns_label(policy) {
+            return Err(field(
+                &format!("guardrailPolicies[{i}]"),
+                format!("{policy:?} is not a policy name (a DNS label)"),
+            ));
+        }
+        if spec.guardrail_policies[..i].contains(policy) {
+            return Err(field(
+                &format!("guardrailPolicies[{i}]"),
+                format!("{policy} is listed twice"),
+            ));
+        }
+    }
     if spec.resync_seconds == 0 {
         return Err(field("resyncSeconds", "must be at least 1"));
     }
@@ -316,10 +334,7 @@ pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
         return Err(field("limits.memoryMiB", "must be between 1 and 512"));
     }
     if let Some(sha) = &spec.sha256
-        && (sha.len() != 64
-            || !sha
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+        && !is_sha256_hex(sha)
     {
         return Err(field("sha256", "must be 64 lowercase hex digits"));
     }
@@ -351,6 +366,21 @@ pub fn from_config_map(cm: &ConfigMap) -> Result<Binding, BindingError> {
         .and_then(|d| d.get(BINDING_KEY))
         .ok_or(BindingError::MissingSpec)?;
     let spec = parse_spec(text)?;
+    let (plugin, digest) = plugin_from_config_map(cm, spec.sha256.as_deref())?;
+    Ok(Binding {
+        spec,
+        plugin,
+        digest,
+    })
+}
+
+/// The component a ConfigMap carries in `binaryData` (raw, or
+/// zstd-compressed), and its sha256, checked against `pin` when given.
+/// Shared by reconcile bindings and policy bindings.
+pub fn plugin_from_config_map(
+    cm: &ConfigMap,
+    pin: Option<&str>,
+) -> Result<(Vec<u8>, String), BindingError> {
     let empty = BTreeMap::new();
     let binary = cm.binary_data.as_ref().unwrap_or(&empty);
     let plugin = match (binary.get(PLUGIN_KEY), binary.get(PLUGIN_ZSTD_KEY)) {
@@ -360,19 +390,23 @@ pub fn from_config_map(cm: &ConfigMap) -> Result<Binding, BindingError> {
         (None, None) => return Err(BindingError::MissingPlugin),
     };
     let digest = crate::runtime::digest(&plugin);
-    if let Some(expected) = &spec.sha256
-        && *expected != digest
+    if let Some(expected) = pin
+        && expected != digest
     {
         return Err(BindingError::DigestMismatch {
-            expected: expected.clone(),
+            expected: expected.to_string(),
             actual: digest,
         });
     }
-    Ok(Binding {
-        spec,
-        plugin,
-        digest,
-    })
+    Ok((plugin, digest))
+}
+
+/// Whether `sha` is written as a pin must be: 64 lowercase hex digits.
+pub fn is_sha256_hex(sha: &str) -> bool {
+    sha.len() == 64
+        && sha
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 #[cfg(test)]

@@ -65,6 +65,7 @@ pub async fn run_operator(
     let mut initial: Vec<ConfigMap> = Vec::new();
     let mut retry = tokio::time::interval(RETRY_EVERY);
     let mut leading = manager.shared.options.leading.clone();
+    let mut policy_changes = manager.shared.options.policies.subscribe();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -75,6 +76,7 @@ pub async fn run_operator(
                     manager.reconcile_all();
                 }
             }
+            Ok(()) = policy_changes.changed() => manager.reconcile_guarded(),
             _ = retry.tick() => manager.retry_refused().await,
             event = events.next() => match event {
                 Some(Ok(watcher::Event::Init)) => initial.clear(),
@@ -144,7 +146,9 @@ fn refusal(reason: &'static str, message: impl Into<String>) -> Refusal {
     }
 }
 
-fn content_of(cm: &ConfigMap) -> u64 {
+/// A fingerprint of what a binding ConfigMap holds (data, and binaryData by
+/// digest): metadata changes such as our own annotation are not news.
+pub(crate) fn content_of(cm: &ConfigMap) -> u64 {
     let binary: Vec<(String, String)> = cm
         .binary_data
         .iter()
@@ -224,6 +228,16 @@ impl Manager {
     fn reconcile_all(&self) {
         for active in self.active.values() {
             let _ = active.reconcile_all.send(());
+        }
+    }
+
+    /// Reconcile every parent of the bindings with guardrail policies: a
+    /// policy came, went or changed.
+    fn reconcile_guarded(&self) {
+        for active in self.active.values() {
+            if !active.spec.guardrail_policies.is_empty() {
+                let _ = active.reconcile_all.send(());
+            }
         }
     }
 

@@ -58,6 +58,8 @@ pub struct OperatorOptions {
     pub leading: Option<tokio::sync::watch::Receiver<bool>>,
     /// What `/readyz` reads.
     pub readiness: Arc<Readiness>,
+    /// Admission policies in service, for bindings' `guardrailPolicies`.
+    pub policies: crate::policy::Policies,
 }
 
 impl Default for OperatorOptions {
@@ -72,6 +74,7 @@ impl Default for OperatorOptions {
             shard: shard::Shard::default(),
             leading: None,
             readiness: Arc::default(),
+            policies: crate::policy::Policies::default(),
         }
     }
 }
@@ -112,6 +115,13 @@ pub enum ReconcileError {
     /// The plugin's output broke the guardrails.
     #[error("plugin output rejected by guardrails: {}", .0.join("; "))]
     Guardrails(Vec<String>),
+    /// A guardrail policy denied a desired child (or could not judge it
+    /// and its failurePolicy is Fail).
+    #[error("{}", .0.join("; "))]
+    PolicyDenied(Vec<String>),
+    /// A guardrail policy the binding names is not in service (yet).
+    #[error("{}", .0.join("; "))]
+    PolicyUnavailable(Vec<String>),
     /// A desired child exists but is controlled by something else.
     #[error("{child} exists and is controlled by {owner}, not by this parent")]
     NotOwned {
@@ -148,6 +158,8 @@ impl ReconcileError {
         match self {
             Self::Plugin(e) => e.reason(),
             Self::Guardrails(_) => "GuardrailViolation".into(),
+            Self::PolicyDenied(_) => "PolicyDenied".into(),
+            Self::PolicyUnavailable(_) => "GuardrailPolicyUnavailable".into(),
             Self::NotOwned { .. } => "ChildNotOwned".into(),
             Self::Apply { .. } => "ApplyFailed".into(),
             Self::Kube(_) => "ApiError".into(),
@@ -161,7 +173,7 @@ impl ReconcileError {
     pub fn retryable(&self) -> bool {
         match self {
             Self::Plugin(e) => e.retryable(),
-            Self::Guardrails(_) | Self::NotOwned { .. } => false,
+            Self::Guardrails(_) | Self::NotOwned { .. } | Self::PolicyDenied(_) => false,
             _ => true,
         }
     }

@@ -144,6 +144,11 @@ async fn reconcile_inner(
             .await;
         }
     };
+    if let Err(error) =
+        crate::policy::guardrails::check(ctx, parent, &spec.guardrail_policies, &desired).await
+    {
+        return fail(ctx, parent, current.plugin.digest(), error).await;
+    }
     if let Err(error) = write_children(ctx, parent, &desired).await {
         return fail(ctx, parent, current.plugin.digest(), error).await;
     }

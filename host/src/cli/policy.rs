@@ -1,0 +1,261 @@
+//! `gantry policy run|bench`: the policy author's local loop, like
+//! `kwctl run` and `kwctl bench`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use gantry_sdk::AdmissionRequest;
+use serde_json::Value;
+
+use super::exit;
+use super::input::{read_object, read_value};
+use crate::policy::binding::{Mode, PolicySpec, parse_spec};
+use crate::policy::review;
+use crate::runtime::{CallError, Limits, PolicyPlugin, Runtime, RuntimeSettings};
+use crate::toolchain::{self, BuildOptions};
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Judge one AdmissionReview and print the AdmissionReview response.
+    Run(RunArgs),
+    /// Measure a policy's evaluations/s and latency.
+    Bench(BenchArgs),
+}
+
+/// The policy and its input, shared by `run` and `bench`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The component (.wasm), or a policy crate directory to build first.
+    #[arg(long)]
+    plugin: PathBuf,
+    /// An AdmissionReview with a `request` (YAML or JSON); a bare request
+    /// is accepted too.
+    #[arg(long)]
+    request: PathBuf,
+    /// The policy's settings (YAML or JSON); checked with the policy's
+    /// `validate-settings` first.
+    #[arg(long)]
+    settings: Option<PathBuf>,
+    /// Let the policy change the object (as `mutating: true` in a binding);
+    /// without it a mutation denies the request, as the webhook would.
+    #[arg(long)]
+    mutating: bool,
+    /// Monitor mode: report what the policy says, and allow.
+    #[arg(long)]
+    monitor: bool,
+    /// Call deadline in milliseconds.
+    #[arg(long, default_value_t = 500)]
+    deadline_ms: u64,
+    /// Memory limit in MiB.
+    #[arg(long, default_value_t = 64)]
+    memory_mib: usize,
+    /// Where compiled plugins are cached (default: the user's cache dir).
+    #[arg(long, env = "GANTRY_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile the plugin without reading or writing the cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    call: CallArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    call: CallArgs,
+    /// Measured evaluations.
+    #[arg(long, default_value_t = 2000)]
+    calls: usize,
+    /// Unmeasured warm-up evaluations.
+    #[arg(long, default_value_t = 100)]
+    warmup: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(command: PolicyCommand) -> ExitCode {
+    match command {
+        PolicyCommand::Run(args) => run_once(&args.call),
+        PolicyCommand::Bench(args) => bench(&args),
+    }
+}
+
+fn fail(code: u8, error: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("error: {error:#}");
+    ExitCode::from(code)
+}
+
+fn call_failed(error: &CallError) -> ExitCode {
+    let code = match error {
+        CallError::Plugin(_) => exit::PLUGIN_ERROR,
+        CallError::Host(_) => exit::OTHER,
+        _ => exit::SANDBOX,
+    };
+    eprintln!("error: {error}");
+    ExitCode::from(code)
+}
+
+/// The component bytes and a name: `path` itself, or the component built
+/// from the crate at `path`.
+fn component(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
+    let file = if path.is_dir() {
+        toolchain::build_any(path, &BuildOptions::default())?
+    } else {
+        path.to_path_buf()
+    };
+    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    let name = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().replace('_', "-").to_lowercase())
+        .unwrap_or_else(|| "policy".into());
+    Ok((name, bytes))
+}
+
+struct Loaded {
+    plugin: Arc<PolicyPlugin>,
+    spec: PolicySpec,
+    request: Value,
+}
+
+impl CallArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            deadline: Duration::from_millis(self.deadline_ms),
+            memory_bytes: self.memory_mib << 20,
+            ..Limits::default()
+        }
+    }
+
+    /// A binding as the server would hold it, for the decision.
+    fn spec(&self, name: &str, settings: Value) -> anyhow::Result<PolicySpec> {
+        let name = if crate::controller::binding::is_dns_label(name) {
+            name
+        } else {
+            "policy"
+        };
+        let mut spec = parse_spec(&format!(
+            "name: {name}\nrules:\n- {{apiGroups: ['*'], apiVersions: ['*'], resources: ['*'], operations: ['*']}}\n"
+        ))?;
+        spec.mutating = self.mutating;
+        spec.mode = if self.monitor {
+            Mode::Monitor
+        } else {
+            Mode::Enforce
+        };
+        spec.settings = settings;
+        Ok(spec)
+    }
+}
+
+/// Read the input, load the policy and check the settings; Err is the exit
+/// code to return.
+fn load(args: &CallArgs) -> Result<Loaded, ExitCode> {
+    let review = read_object(&args.request).map_err(|e| fail(exit::OTHER, &e))?;
+    let request = review::request_of(review)
+        .map_err(|e| fail(exit::OTHER, &format!("{}: {e}", args.request.display())))?;
+    let settings = match &args.settings {
+        Some(path) => read_value(path).map_err(|e| fail(exit::OTHER, &e))?,
+        None => Value::Null,
+    };
+    let (name, bytes) = component(&args.plugin).map_err(|e| fail(exit::OTHER, &e))?;
+    let spec = args
+        .spec(&name, settings)
+        .map_err(|e| fail(exit::OTHER, &e))?;
+    let cache_dir = if args.no_cache {
+        None
+    } else {
+        args.cache_dir
+            .clone()
+            .or_else(|| crate::runtime::user_cache_dir().map(|d| d.join("compiled")))
+    };
+    let runtime = Runtime::new(RuntimeSettings {
+        cache_dir,
+        ..RuntimeSettings::default()
+    })
+    .map_err(|e| fail(exit::OTHER, &e))?;
+    let plugin = runtime
+        .load_policy(&name, &bytes)
+        .map_err(|e| fail(exit::LOAD, &e))?;
+    if let Err(e) = plugin.validate_settings_blocking(&spec.settings, &args.limits()) {
+        return Err(call_failed(&e));
+    }
+    Ok(Loaded {
+        plugin,
+        spec,
+        request,
+    })
+}
+
+fn run_once(args: &CallArgs) -> ExitCode {
+    let loaded = match load(args) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let admission = AdmissionRequest {
+        request: loaded.request.clone(),
+        settings: loaded.spec.settings.clone(),
+    };
+    match loaded.plugin.validate_blocking(&admission, &args.limits()) {
+        Ok(verdict) => {
+            let decision = review::decide(&loaded.spec, &loaded.request, Ok(verdict));
+            if decision.outcome == review::Outcome::Error {
+                eprintln!("note: {}", decision.detail);
+            }
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&decision.response.to_review())
+                    .expect("a review serializes")
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => call_failed(&e),
+    }
+}
+
+fn bench(args: &BenchArgs) -> ExitCode {
+    let loaded = match load(&args.call) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let admission = AdmissionRequest {
+        request: loaded.request.clone(),
+        settings: loaded.spec.settings.clone(),
+    };
+    let limits = args.call.limits();
+    let measured = crate::bench::measure(
+        &format!("{} (wasm, sandboxed)", loaded.plugin.name()),
+        args.warmup,
+        args.calls,
+        || {
+            loaded.plugin.validate_blocking(&admission, &limits)?;
+            Ok(())
+        },
+    );
+    match measured {
+        Ok(row) => {
+            let rows = vec![row];
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&rows).expect("measurements serialize")
+                );
+            } else {
+                print!("{}", crate::bench::render(&rows));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => match e.downcast_ref::<CallError>() {
+            Some(call) => call_failed(call),
+            None => fail(exit::OTHER, &e),
+        },
+    }
+}

@@ -1,0 +1,211 @@
+//! The admission side of `gantry run` and `gantry dev`: the policy
+//! manager (always: guardrails need it), the HTTPS webhook server and the
+//! webhook configuration sync (by flags).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::policy::sync::{SyncOptions, run_sync};
+use crate::policy::{Policies, PolicyMetrics, manager, server, tls};
+use crate::runtime::Runtime;
+
+/// Webhook flags shared by `run` and `dev`.
+#[derive(Debug, Args)]
+pub struct WebhookArgs {
+    /// Serve the admission policies over HTTPS on this address, or "off"
+    /// (default: off for `run`, a free loopback port for `dev`).
+    #[arg(long)]
+    webhook_listen: Option<String>,
+    /// PEM certificate chain of the webhook server (with --webhook-key);
+    /// without both, a CA and a certificate are generated at start.
+    #[arg(long, requires = "webhook_key")]
+    webhook_cert: Option<PathBuf>,
+    /// PEM private key of the webhook server.
+    #[arg(long, requires = "webhook_cert")]
+    webhook_key: Option<PathBuf>,
+    /// PEM CA bundle that verifies --webhook-cert (default: the chain's
+    /// last certificate).
+    #[arg(long, requires = "webhook_cert")]
+    webhook_ca: Option<PathBuf>,
+    /// Write the CA bundle (PEM) here, for webhook configurations kept by
+    /// other means.
+    #[arg(long)]
+    webhook_ca_out: Option<PathBuf>,
+    /// Base URL under which the API server reaches the webhook server,
+    /// e.g. https://gantry-webhook.gantry-system.svc:8443 (default:
+    /// https://<listen address>, with 0.0.0.0 read as 127.0.0.1).
+    #[arg(long, conflicts_with = "webhook_service")]
+    webhook_url: Option<String>,
+    /// The Service in front of the webhook server, `namespace/name[:port]`
+    /// (port 443 by default): the webhook configurations point at it
+    /// instead of a URL, and a generated certificate covers
+    /// `name.namespace.svc`.
+    #[arg(long)]
+    webhook_service: Option<crate::policy::sync::ServiceRef>,
+    /// Extra DNS names or IPs of the generated certificate (the host of
+    /// --webhook-url, 127.0.0.1 and localhost are always in).
+    #[arg(long)]
+    webhook_host: Vec<String>,
+    /// Keep a Validating and a Mutating WebhookConfiguration in sync with
+    /// the policy bindings (always on for `dev`).
+    #[arg(long)]
+    sync_webhook_configurations: bool,
+    /// Name of the two webhook configurations.
+    #[arg(long, default_value = "gantry-policies")]
+    webhook_configuration_name: String,
+}
+
+/// A future that completes when `rx` says so; one per task.
+impl WebhookArgs {
+    /// Name of the two webhook configurations.
+    pub fn configuration_name(&self) -> &str {
+        &self.webhook_configuration_name
+    }
+}
+
+async fn stopped(mut rx: tokio::sync::watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
+}
+
+fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next()?;
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next()?
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+    };
+    (!host.is_empty()).then(|| host.to_string())
+}
+
+/// Start the policy manager over the bindings in `namespace`, and as
+/// `args` (and `local`, for `gantry dev`) say the webhook server and the
+/// configuration sync; all stop when `shutdown` completes. Evaluations
+/// are counted in `metrics`. Returns the policies in service, for the
+/// guardrails.
+pub async fn start_policies(
+    client: &kube::Client,
+    runtime: &Runtime,
+    namespace: &str,
+    args: &WebhookArgs,
+    local: bool,
+    metrics: std::sync::Arc<PolicyMetrics>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<Policies> {
+    let policies = Policies::new(metrics);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    {
+        let (client, runtime, policies, namespace) = (
+            client.clone(),
+            runtime.clone(),
+            policies.clone(),
+            namespace.to_string(),
+        );
+        let stop = stopped(stop_rx.clone());
+        tokio::spawn(async move {
+            if let Err(e) =
+                manager::run_policy_manager(client, runtime, &namespace, policies, stop).await
+            {
+                tracing::error!(error = %e, "the policy manager stopped");
+            }
+        });
+    }
+
+    let listen = args
+        .webhook_listen
+        .clone()
+        .or_else(|| local.then(|| "127.0.0.1:0".to_string()))
+        .filter(|l| l != "off");
+    let sync = args.sync_webhook_configurations || local;
+    let Some(listen) = listen else {
+        anyhow::ensure!(
+            !sync,
+            "--sync-webhook-configurations needs the webhook server: add --webhook-listen"
+        );
+        return Ok(policies);
+    };
+    let addr: SocketAddr = listen
+        .parse()
+        .with_context(|| format!("--webhook-listen {listen:?}"))?;
+    let certificate = match (&args.webhook_cert, &args.webhook_key) {
+        (Some(cert), Some(key)) => tls::from_files(cert, key, args.webhook_ca.as_deref())?,
+        _ => {
+            let mut hosts = args.webhook_host.clone();
+            hosts.extend(args.webhook_url.as_deref().and_then(url_host));
+            if let Some(service) = &args.webhook_service {
+                hosts.extend(service.dns_names());
+            }
+            if !addr.ip().is_unspecified() {
+                hosts.push(addr.ip().to_string());
+            }
+            hosts.extend(["127.0.0.1".to_string(), "localhost".to_string()]);
+            hosts.dedup();
+            tls::self_signed(&hosts)?
+        }
+    };
+    if let Some(path) = &args.webhook_ca_out {
+        std::fs::write(path, &certificate.ca_pem)
+            .with_context(|| format!("writing the CA bundle to {}", path.display()))?;
+    }
+    let webhooks = server::serve(addr, tls::server_config(&certificate)?, policies.clone())
+        .await
+        .with_context(|| format!("serving webhooks on {addr}"))?;
+    let base_url = args.webhook_url.clone().unwrap_or_else(|| {
+        let mut bound = webhooks.addr;
+        if bound.ip().is_unspecified() {
+            bound.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        format!("https://{bound}")
+    });
+    match &args.webhook_service {
+        Some(service) => println!(
+            "gantry: admission webhooks on {}, reached through Service {}/{} at /policies/<name>",
+            webhooks.addr, service.namespace, service.name
+        ),
+        None => println!("gantry: admission webhooks at {base_url}/policies/<name>"),
+    }
+    let stop = stopped(stop_rx.clone());
+    tokio::spawn(async move {
+        stop.await;
+        webhooks.shutdown();
+    });
+    if sync {
+        let options = SyncOptions {
+            name: args.webhook_configuration_name.clone(),
+            base_url,
+            ca_pem: certificate.ca_pem.clone(),
+            exclude_namespaces: vec![namespace.to_string()],
+            service: args.webhook_service.clone(),
+        };
+        tokio::spawn(run_sync(
+            client.clone(),
+            policies.clone(),
+            options,
+            stopped(stop_rx),
+        ));
+    }
+    Ok(policies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_host;
+
+    #[test]
+    fn hosts_of_urls() {
+        assert_eq!(
+            url_host("https://gantry.gantry-system.svc:8443/x").as_deref(),
+            Some("gantry.gantry-system.svc")
+        );
+        assert_eq!(url_host("https://[::1]:8443").as_deref(), Some("::1"));
+        assert_eq!(url_host("https://10.0.0.1").as_deref(), Some("10.0.0.1"));
+    }
+}

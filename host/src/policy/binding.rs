@@ -1,0 +1,520 @@
+//! A policy binding: an admission policy plugin, what it judges and how,
+//! as held by a ConfigMap labelled `gantry.dev/policy`.
+//!
+//! The plugin travels like a reconcile plugin's (`binaryData` key
+//! `plugin.wasm`, or `plugin.wasm.zst` compressed with zstd, optionally
+//! pinned by `sha256`); the document is `policy.yaml`.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::controller::binding::{
+    BindingError, is_dns_label, is_sha256_hex, plugin_from_config_map,
+};
+use crate::runtime::Limits;
+
+/// Label that marks a ConfigMap as a policy binding.
+pub const POLICY_LABEL: &str = "gantry.dev/policy";
+/// Key of the policy document in the ConfigMap's `data`.
+pub const POLICY_KEY: &str = "policy.yaml";
+/// Annotation on the ConfigMap: the digest of the policy in service.
+pub const DIGEST_ANNOTATION: &str = "gantry.dev/policy-digest";
+
+/// Whether the policy's verdict is enforced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Mode {
+    /// Denials deny and mutations mutate.
+    #[default]
+    Enforce,
+    /// The policy is evaluated, logged and counted, and every request is
+    /// allowed unchanged.
+    Monitor,
+}
+
+impl Mode {
+    /// `enforce` or `monitor`, for logs and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Enforce => "enforce",
+            Self::Monitor => "monitor",
+        }
+    }
+}
+
+/// What happens when the policy cannot give a verdict (deadline, memory,
+/// trap, broken contract), as in a webhook configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FailurePolicy {
+    /// The request is denied, saying why.
+    #[default]
+    Fail,
+    /// The request is allowed, with a warning.
+    Ignore,
+}
+
+impl FailurePolicy {
+    /// `Fail` or `Ignore`, as Kubernetes spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fail => "Fail",
+            Self::Ignore => "Ignore",
+        }
+    }
+}
+
+/// An operation a rule matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Operation {
+    /// Create.
+    #[serde(rename = "CREATE")]
+    Create,
+    /// Update.
+    #[serde(rename = "UPDATE")]
+    Update,
+    /// Delete.
+    #[serde(rename = "DELETE")]
+    Delete,
+    /// Connect (exec, attach, port-forward, proxy).
+    #[serde(rename = "CONNECT")]
+    Connect,
+    /// Every operation.
+    #[serde(rename = "*")]
+    All,
+}
+
+impl Operation {
+    /// As Kubernetes spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "CREATE",
+            Self::Update => "UPDATE",
+            Self::Delete => "DELETE",
+            Self::Connect => "CONNECT",
+            Self::All => "*",
+        }
+    }
+}
+
+/// Which requests the policy judges: Kubernetes' `RuleWithOperations`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Rule {
+    /// API groups (`""` is the core group, `*` all).
+    pub api_groups: Vec<String>,
+    /// API versions (`*` all).
+    pub api_versions: Vec<String>,
+    /// Resources by plural name, with `/subresource` for subresources
+    /// (`pods`, `deployments/scale`, `pods/*`, `*`).
+    pub resources: Vec<String>,
+    /// Operations.
+    pub operations: Vec<Operation>,
+    /// `Cluster`, `Namespaced` or `*` (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+fn matches_list(list: &[String], value: &str) -> bool {
+    list.iter().any(|item| item == "*" || item == value)
+}
+
+impl Rule {
+    /// Whether the rule covers `operation` on `group/version` `resource`
+    /// (with `subresource`, empty for the main resource), in the given scope.
+    pub fn matches(
+        &self,
+        operation: &str,
+        group: &str,
+        version: &str,
+        resource: &str,
+        subresource: &str,
+        namespaced: bool,
+    ) -> bool {
+        let operation_ok = self
+            .operations
+            .iter()
+            .any(|o| *o == Operation::All || o.as_str() == operation);
+        let resource_ok = self.resources.iter().any(|r| {
+            let (res, sub) = r.split_once('/').unwrap_or((r.as_str(), ""));
+            (res == "*" || res == resource) && (sub == "*" || sub == subresource)
+        });
+        let scope_ok = match self.scope.as_deref() {
+            Some("Cluster") => !namespaced,
+            Some("Namespaced") => namespaced,
+            _ => true,
+        };
+        operation_ok
+            && resource_ok
+            && scope_ok
+            && matches_list(&self.api_groups, group)
+            && matches_list(&self.api_versions, version)
+    }
+}
+
+/// Limits of one policy call, as written in the binding.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PolicyLimits {
+    /// Call deadline, milliseconds (default 500).
+    pub deadline_ms: Option<u64>,
+    /// Memory cap, MiB (default 64).
+    #[serde(rename = "memoryMiB")]
+    pub memory_mib: Option<usize>,
+    /// Verdict size cap, bytes (default 4 MiB).
+    pub output_bytes: Option<usize>,
+}
+
+/// The `policy.yaml` document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PolicySpec {
+    /// The policy's name, a DNS label: its webhook path is
+    /// `/policies/<name>`, and reconcile bindings name it in
+    /// `guardrailPolicies`.
+    pub name: String,
+    /// Requests the policy judges.
+    pub rules: Vec<Rule>,
+    /// Only objects in namespaces whose labels match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<LabelSelector>,
+    /// Only objects whose labels match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_selector: Option<LabelSelector>,
+    /// `enforce` (default) or `monitor`.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Whether the policy may change objects. A mutation from a policy not
+    /// marked mutating denies the request.
+    #[serde(default)]
+    pub mutating: bool,
+    /// Passed to the policy with every request; checked by its
+    /// `validate-settings` before the policy goes into service.
+    #[serde(default)]
+    pub settings: Value,
+    /// Call limits.
+    #[serde(default)]
+    pub limits: PolicyLimits,
+    /// `Fail` (default) or `Ignore`: what a failed evaluation means.
+    #[serde(default)]
+    pub failure_policy: FailurePolicy,
+    /// How long the API server waits for the webhook, 1 to 30 (default 10).
+    #[serde(default = "default_timeout")]
+    pub timeout_seconds: u32,
+    /// Expected sha256 of the component (lowercase hex).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+fn default_timeout() -> u32 {
+    10
+}
+
+impl PolicySpec {
+    /// The call limits: the binding's, defaults elsewhere.
+    pub fn call_limits(&self) -> Limits {
+        let defaults = Limits::default();
+        Limits {
+            deadline: self
+                .limits
+                .deadline_ms
+                .map(Duration::from_millis)
+                .unwrap_or(defaults.deadline),
+            memory_bytes: self
+                .limits
+                .memory_mib
+                .map(|m| m << 20)
+                .unwrap_or(defaults.memory_bytes),
+            output_bytes: self.limits.output_bytes.unwrap_or(defaults.output_bytes),
+            max_children: defaults.max_children,
+        }
+    }
+
+    /// The webhook timeout.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs(u64::from(self.timeout_seconds))
+    }
+
+    /// The webhook's name in the webhook configurations.
+    pub fn webhook_name(&self) -> String {
+        format!("{}.policies.gantry.dev", self.name)
+    }
+
+    /// The webhook path of the policy on Gantry's webhook server.
+    pub fn path(&self) -> String {
+        format!("/policies/{}", self.name)
+    }
+
+    /// Whether a rule covers the request (see [`Rule::matches`]).
+    pub fn matches(
+        &self,
+        operation: &str,
+        group: &str,
+        version: &str,
+        resource: &str,
+        subresource: &str,
+        namespaced: bool,
+    ) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.matches(operation, group, version, resource, subresource, namespaced))
+    }
+}
+
+/// Why a policy ConfigMap was refused.
+#[derive(Debug, Error, PartialEq)]
+pub enum PolicyBindingError {
+    /// No `policy.yaml` key.
+    #[error("ConfigMap has no data key {POLICY_KEY}")]
+    MissingSpec,
+    /// `policy.yaml` does not parse or has unknown fields.
+    #[error("{POLICY_KEY} is invalid: {0}")]
+    InvalidSpec(String),
+    /// A field has a value the host cannot accept.
+    #[error("{POLICY_KEY}: {field}: {message}")]
+    InvalidField {
+        /// Path of the field.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The plugin bytes are missing, ambiguous, do not decompress or do
+    /// not match the pin.
+    #[error("{0}")]
+    Plugin(BindingError),
+}
+
+fn field(field: &str, message: impl Into<String>) -> PolicyBindingError {
+    PolicyBindingError::InvalidField {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+fn check_selector(path: &str, selector: &Option<LabelSelector>) -> Result<(), PolicyBindingError> {
+    if let Some(selector) = selector {
+        kube::core::Selector::try_from(selector.clone()).map_err(|e| field(path, e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Parse and check `policy.yaml`.
+pub fn parse_spec(text: &str) -> Result<PolicySpec, PolicyBindingError> {
+    let spec: PolicySpec =
+        serde_yaml::from_str(text).map_err(|e| PolicyBindingError::InvalidSpec(e.to_string()))?;
+    if !is_dns_label(&spec.name) {
+        return Err(field(
+            "name",
+            format!(
+                "{:?} must be a DNS label (lowercase letters, digits, '-')",
+                spec.name
+            ),
+        ));
+    }
+    if spec.rules.is_empty() {
+        return Err(field("rules", "at least one rule is needed"));
+    }
+    for (i, rule) in spec.rules.iter().enumerate() {
+        for (name, list) in [
+            ("apiGroups", &rule.api_groups),
+            ("apiVersions", &rule.api_versions),
+            ("resources", &rule.resources),
+        ] {
+            if list.is_empty() {
+                return Err(field(&format!("rules[{i}].{name}"), "must not be empty"));
+            }
+        }
+        if rule.operations.is_empty() {
+            return Err(field(
+                &format!("rules[{i}].operations"),
+                "must not be empty",
+            ));
+        }
+        if let Some(bad) = rule
+            .resources
+            .iter()
+            .find(|r| r.is_empty() || r.matches('/').count() > 1 || r.starts_with('/'))
+        {
+            return Err(field(
+                &format!("rules[{i}].resources"),
+                format!("{bad:?} is not `resource` or `resource/subresource`"),
+            ));
+        }
+        if let Some(scope) = &rule.scope
+            && !["Cluster", "Namespaced", "*"].contains(&scope.as_str())
+        {
+            return Err(field(
+                &format!("rules[{i}].scope"),
+                format!("{scope:?} is not Cluster, Namespaced or *"),
+            ));
+        }
+    }
+    check_selector("namespaceSelector", &spec.namespace_selector)?;
+    check_selector("objectSelector", &spec.object_selector)?;
+    if !(1..=30).contains(&spec.timeout_seconds) {
+        return Err(field("timeoutSeconds", "must be between 1 and 30"));
+    }
+    let limits = &spec.limits;
+    if limits.deadline_ms == Some(0) || limits.deadline_ms.is_some_and(|d| d > 30_000) {
+        return Err(field("limits.deadlineMs", "must be between 1 and 30000"));
+    }
+    if spec.call_limits().deadline >= spec.timeout() {
+        return Err(field(
+            "limits.deadlineMs",
+            format!(
+                "must be shorter than timeoutSeconds ({}s), or the API server gives up first",
+                spec.timeout_seconds
+            ),
+        ));
+    }
+    if limits.memory_mib == Some(0) || limits.memory_mib.is_some_and(|m| m > 512) {
+        return Err(field("limits.memoryMiB", "must be between 1 and 512"));
+    }
+    if limits.output_bytes == Some(0) {
+        return Err(field("limits.outputBytes", "must be at least 1"));
+    }
+    if let Some(sha) = &spec.sha256
+        && !is_sha256_hex(sha)
+    {
+        return Err(field("sha256", "must be 64 lowercase hex digits"));
+    }
+    Ok(spec)
+}
+
+/// A policy binding read from its ConfigMap.
+#[derive(Debug, Clone)]
+pub struct PolicyBinding {
+    /// The parsed spec.
+    pub spec: PolicySpec,
+    /// The component (decompressed).
+    pub plugin: Vec<u8>,
+    /// sha256 of `plugin`.
+    pub digest: String,
+}
+
+/// Read a policy binding from its ConfigMap: spec, plugin bytes, pin.
+pub fn from_config_map(cm: &ConfigMap) -> Result<PolicyBinding, PolicyBindingError> {
+    let text = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get(POLICY_KEY))
+        .ok_or(PolicyBindingError::MissingSpec)?;
+    let spec = parse_spec(text)?;
+    let (plugin, digest) =
+        plugin_from_config_map(cm, spec.sha256.as_deref()).map_err(PolicyBindingError::Plugin)?;
+    Ok(PolicyBinding {
+        spec,
+        plugin,
+        digest,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::ByteString;
+
+    use super::*;
+    use crate::controller::binding::PLUGIN_KEY;
+
+    const SPEC: &str = "name: cap-replicas\nrules:\n- {apiGroups: [apps], apiVersions: [v1], resources: [deployments, deployments/scale], operations: [CREATE, UPDATE]}\nsettings: {max: 5}\n";
+
+    #[test]
+    fn parses_a_minimal_policy_with_defaults() {
+        let spec = parse_spec(SPEC).unwrap();
+        assert_eq!(spec.mode, Mode::Enforce);
+        assert_eq!(spec.failure_policy, FailurePolicy::Fail);
+        assert!(!spec.mutating);
+        assert_eq!(spec.timeout_seconds, 10);
+        assert_eq!(spec.call_limits(), Limits::default());
+        assert_eq!(spec.path(), "/policies/cap-replicas");
+        assert_eq!(spec.webhook_name(), "cap-replicas.policies.gantry.dev");
+        assert_eq!(spec.settings, serde_json::json!({"max": 5}));
+    }
+
+    #[test]
+    fn rules_match_like_kubernetes() {
+        let spec = parse_spec(SPEC).unwrap();
+        assert!(spec.matches("CREATE", "apps", "v1", "deployments", "", true));
+        assert!(spec.matches("UPDATE", "apps", "v1", "deployments", "scale", true));
+        assert!(!spec.matches("DELETE", "apps", "v1", "deployments", "", true));
+        assert!(!spec.matches("CREATE", "", "v1", "pods", "", true));
+        assert!(!spec.matches("CREATE", "apps", "v1", "deployments", "status", true));
+        let all = parse_spec(
+            "name: x\nrules:\n- {apiGroups: ['*'], apiVersions: ['*'], resources: ['pods/*'], operations: ['*'], scope: Cluster}\n",
+        )
+        .unwrap();
+        assert!(all.matches("CONNECT", "", "v1", "pods", "exec", false));
+        assert!(!all.matches("CONNECT", "", "v1", "pods", "exec", true));
+    }
+
+    #[test]
+    fn rejects_unknown_fields_and_bad_values_naming_the_field() {
+        let cases = [
+            (format!("{SPEC}colour: red\n"), "unknown field `colour`"),
+            (format!("{SPEC}mode: audit\n"), "unknown variant `audit`"),
+            (format!("{SPEC}failurePolicy: fail\n"), "unknown variant"),
+            (SPEC.replace("CREATE", "PATCH"), "unknown variant `PATCH`"),
+            (SPEC.replace("cap-replicas", "Cap"), "name:"),
+            (SPEC.replace("[apps]", "[]"), "rules[0].apiGroups"),
+            (
+                SPEC.replace("deployments/scale", "a/b/c"),
+                "rules[0].resources",
+            ),
+            ("name: x\nrules: []\n".to_string(), "at least one rule"),
+            (format!("{SPEC}timeoutSeconds: 31\n"), "timeoutSeconds"),
+            (
+                format!("{SPEC}timeoutSeconds: 1\nlimits: {{deadlineMs: 1000}}\n"),
+                "shorter than timeoutSeconds",
+            ),
+            (
+                format!("{SPEC}limits: {{memoryMiB: 0}}\n"),
+                "limits.memoryMiB",
+            ),
+            (format!("{SPEC}sha256: ABC\n"), "sha256"),
+            (
+                format!(
+                    "{SPEC}namespaceSelector: {{matchExpressions: [{{key: a, operator: Sideways}}]}}\n"
+                ),
+                "namespaceSelector",
+            ),
+            ("[1]".to_string(), "invalid"),
+        ];
+        for (text, expected) in cases {
+            let err = parse_spec(&text).unwrap_err().to_string();
+            assert!(err.contains(expected), "{expected:?} not in {err:?}");
+        }
+    }
+
+    #[test]
+    fn reads_the_plugin_like_reconcile_bindings() {
+        let bytes = b"\0asm component".to_vec();
+        let mut cm = ConfigMap {
+            data: Some([(POLICY_KEY.to_string(), SPEC.to_string())].into()),
+            binary_data: Some([(PLUGIN_KEY.to_string(), ByteString(bytes.clone()))].into()),
+            ..ConfigMap::default()
+        };
+        let binding = from_config_map(&cm).unwrap();
+        assert_eq!(binding.plugin, bytes);
+        assert_eq!(binding.digest, crate::runtime::digest(&bytes));
+        cm.data = Some(
+            [(
+                POLICY_KEY.to_string(),
+                format!("{SPEC}sha256: {}\n", "0".repeat(64)),
+            )]
+            .into(),
+        );
+        assert!(matches!(
+            from_config_map(&cm).unwrap_err(),
+            PolicyBindingError::Plugin(BindingError::DigestMismatch { .. })
+        ));
+        cm.data = None;
+        assert_eq!(
+            from_config_map(&cm).unwrap_err(),
+            PolicyBindingError::MissingSpec
+        );
+    }
+}

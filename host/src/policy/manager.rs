@@ -1,0 +1,257 @@
+//! The policy manager: watches ConfigMaps labelled `gantry.dev/policy`,
+//! loads each new version, checks its settings with the policy's own
+//! `validate-settings`, and swaps it into [`Policies`] atomically. A
+//! version that fails any check never replaces a working one: the old one
+//! keeps serving and a Warning Event on the ConfigMap says why.
+
+use std::collections::HashMap;
+use std::future::Future;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde_json::json;
+
+use super::binding::{self, DIGEST_ANNOTATION, POLICY_LABEL, PolicyBinding};
+use super::{LoadedPolicy, Policies};
+use crate::controller::bindings::content_of;
+use crate::runtime::{CallError, Runtime};
+
+/// Run the policy manager over the ConfigMaps of `namespace` until
+/// `shutdown` completes.
+pub async fn run_policy_manager(
+    client: Client,
+    runtime: Runtime,
+    namespace: &str,
+    policies: Policies,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let reporter = Reporter {
+        controller: "gantry-policies".into(),
+        instance: std::env::var("HOSTNAME").ok(),
+    };
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let mut manager = Manager {
+        api: api.clone(),
+        runtime,
+        policies,
+        recorder: Recorder::new(client, reporter),
+        active: HashMap::new(),
+        refused: HashMap::new(),
+    };
+    let mut events = watcher(api, watcher::Config::default().labels(POLICY_LABEL))
+        .default_backoff()
+        .boxed();
+    let mut initial: Vec<ConfigMap> = Vec::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            event = events.next() => match event {
+                Some(Ok(watcher::Event::Init)) => initial.clear(),
+                Some(Ok(watcher::Event::InitApply(cm))) => initial.push(cm),
+                Some(Ok(watcher::Event::InitDone)) => {
+                    let seen: Vec<String> = initial.iter().map(ResourceExt::name_any).collect();
+                    for cm in initial.drain(..) {
+                        manager.upsert(cm).await;
+                    }
+                    let gone: Vec<String> = manager
+                        .active
+                        .keys()
+                        .filter(|k| !seen.contains(k))
+                        .cloned()
+                        .collect();
+                    for name in gone {
+                        manager.remove(&name);
+                    }
+                    manager.policies.mark_loaded();
+                }
+                Some(Ok(watcher::Event::Apply(cm))) => manager.upsert(cm).await,
+                Some(Ok(watcher::Event::Delete(cm))) => manager.remove(&cm.name_any()),
+                Some(Err(e)) => tracing::warn!(error = %e, "watching policy bindings failed; retrying"),
+                None => break,
+            },
+        }
+    }
+    Ok(())
+}
+
+/// A policy binding in service: the content it was loaded from, and the
+/// policy's name.
+struct Active {
+    content: u64,
+    name: String,
+}
+
+struct Manager {
+    api: Api<ConfigMap>,
+    runtime: Runtime,
+    policies: Policies,
+    recorder: Recorder,
+    active: HashMap<String, Active>,
+    refused: HashMap<String, u64>,
+}
+
+/// Why a policy version was refused.
+struct Refusal {
+    reason: &'static str,
+    message: String,
+}
+
+fn refusal(reason: &'static str, message: impl Into<String>) -> Refusal {
+    Refusal {
+        reason,
+        message: message.into(),
+    }
+}
+
+/// Load the plugin of `binding` and check its settings, off the executor.
+pub fn load_policy(
+    runtime: &Runtime,
+    binding: &PolicyBinding,
+) -> Result<std::sync::Arc<crate::runtime::PolicyPlugin>, (&'static str, String)> {
+    let plugin = runtime
+        .load_policy(&binding.spec.name, &binding.plugin)
+        .map_err(|e| ("PolicyLoadFailed", e.to_string()))?;
+    match plugin.validate_settings_blocking(&binding.spec.settings, &binding.spec.call_limits()) {
+        Ok(()) => Ok(plugin),
+        Err(CallError::Plugin(e)) => Err(("InvalidSettings", e.message)),
+        Err(e) => Err((
+            "InvalidSettings",
+            format!("checking the settings failed: {e}"),
+        )),
+    }
+}
+
+impl Manager {
+    async fn upsert(&mut self, cm: ConfigMap) {
+        let cm_name = cm.name_any();
+        let content = content_of(&cm);
+        if self
+            .active
+            .get(&cm_name)
+            .is_some_and(|a| a.content == content)
+            || self.refused.get(&cm_name) == Some(&content)
+        {
+            return; // e.g. our own digest annotation
+        }
+        match self.try_upsert(&cm, content).await {
+            Ok(()) => {
+                self.refused.remove(&cm_name);
+            }
+            Err(refused) => {
+                let serving = if self.active.contains_key(&cm_name) {
+                    "; the previous version keeps serving"
+                } else {
+                    ""
+                };
+                tracing::warn!(configmap = %cm_name, reason = refused.reason, "policy refused: {}{serving}", refused.message);
+                self.event(
+                    &cm,
+                    EventType::Warning,
+                    refused.reason,
+                    &format!("{}{serving}", refused.message),
+                )
+                .await;
+                self.refused.insert(cm_name, content);
+            }
+        }
+    }
+
+    async fn try_upsert(&mut self, cm: &ConfigMap, content: u64) -> Result<(), Refusal> {
+        let cm_name = cm.name_any();
+        let binding =
+            binding::from_config_map(cm).map_err(|e| refusal("InvalidPolicy", e.to_string()))?;
+        let name = binding.spec.name.clone();
+        if let Some((other, _)) = self
+            .active
+            .iter()
+            .find(|(other, a)| **other != cm_name && a.name == name)
+        {
+            return Err(refusal(
+                "PolicyNameTaken",
+                format!("policy name {name} is already used by ConfigMap {other}"),
+            ));
+        }
+        let runtime = self.runtime.clone();
+        let loading = binding.clone();
+        let plugin = tokio::task::spawn_blocking(move || load_policy(&runtime, &loading))
+            .await
+            .map_err(|e| refusal("PolicyLoadFailed", e.to_string()))?
+            .map_err(|(reason, message)| refusal(reason, message))?;
+        let digest = plugin.digest().to_string();
+        let spec = std::sync::Arc::new(binding.spec);
+        // Atomic swap: evaluations in flight keep the version they started with.
+        self.policies.insert(LoadedPolicy {
+            spec: spec.clone(),
+            plugin,
+            config_map: cm_name.clone(),
+        });
+        if let Some(old) = self.active.insert(
+            cm_name.clone(),
+            Active {
+                content,
+                name: name.clone(),
+            },
+        ) && old.name != name
+        {
+            self.policies.remove(&old.name);
+        }
+        tracing::info!(configmap = %cm_name, policy = %name, %digest, mode = spec.mode.as_str(), mutating = spec.mutating, "policy in service");
+        self.annotate(&cm_name, &digest).await;
+        self.event(
+            cm,
+            EventType::Normal,
+            "PolicyLoaded",
+            &format!(
+                "policy {name} sha256:{digest} in service ({} mode{})",
+                spec.mode.as_str(),
+                if spec.mutating { ", mutating" } else { "" }
+            ),
+        )
+        .await;
+        Ok(())
+    }
+
+    fn remove(&mut self, cm_name: &str) {
+        self.refused.remove(cm_name);
+        if let Some(active) = self.active.remove(cm_name) {
+            tracing::info!(configmap = cm_name, policy = %active.name, "policy binding deleted; the policy is out of service");
+            self.policies.remove(&active.name);
+        }
+    }
+
+    async fn annotate(&self, cm_name: &str, digest: &str) {
+        let patch = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": cm_name, "annotations": {DIGEST_ANNOTATION: digest}}
+        });
+        if let Err(e) = self
+            .api
+            .patch(
+                cm_name,
+                &PatchParams::apply("gantry-policies").force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+        {
+            tracing::warn!(configmap = cm_name, error = %e, "could not annotate the policy binding with its digest");
+        }
+    }
+
+    async fn event(&self, cm: &ConfigMap, kind: EventType, reason: &str, message: &str) {
+        let event = Event {
+            type_: kind,
+            reason: reason.into(),
+            note: Some(message.chars().take(1024).collect()),
+            action: "LoadPolicy".into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&event, &cm.object_ref(&())).await {
+            tracing::warn!(error = %e, "could not publish event");
+        }
+    }
+}
