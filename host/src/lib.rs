@@ -9,6 +9,8 @@
 //!   compile cache, and the per-call sandbox with its limits.
 //! - [`controller`]: the operator: bindings from ConfigMaps, one
 //!   controller per binding, reconcile → guardrails → apply/prune → status.
+//! - [`source`]: fetching plugins from URLs and OCI registries, with a
+//!   digest-keyed disk cache.
 //! - [`toolchain`]: building plugin crates into components.
 //! - [`bench`]: side-by-side cost of native and plugin calls.
 //! - [`cli`]: the `gantry` command line.
@@ -20,5 +22,6 @@ pub mod controller;
 pub mod dev;
 pub mod health;
 pub mod runtime;
+pub mod source;
 pub mod telemetry;
 pub mod toolchain;

@@ -54,6 +54,8 @@ pub struct OperatorOptions {
     /// nothing; on becoming leader it reconciles every parent. `None`:
     /// always leading.
     pub leading: Option<tokio::sync::watch::Receiver<bool>>,
+    /// How remote plugins (`source: {url|oci}`) are downloaded and cached.
+    pub plugin_sources: crate::source::FetchSettings,
 }
 
 impl Default for OperatorOptions {
@@ -67,6 +69,7 @@ impl Default for OperatorOptions {
             reporter: "gantry".into(),
             shard: shard::Shard::default(),
             leading: None,
+            plugin_sources: crate::source::FetchSettings::default(),
         }
     }
 }
