@@ -310,3 +310,67 @@ async fn an_oci_image_that_is_not_a_wasm_artifact_is_refused() {
         .expect("legacy layout");
     assert_eq!(fetched.bytes, bytes);
 }
+
+#[tokio::test]
+async fn plugin_push_publishes_a_component_that_binds_by_digest() {
+    use clap::Parser;
+    let Some(registry) = Registry::start().await else {
+        return;
+    };
+    let component = gantry::toolchain::example_plugin("memcached").expect("Rust plugin");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("memcached.wasm");
+    std::fs::write(&file, &component).unwrap();
+    let reference = format!("oci://{}/plugins/memcached:cli", registry.host);
+    let run = |args: Vec<String>| {
+        // The CLI runs its own runtime: call it from a plain thread.
+        std::thread::spawn(move || {
+            let cli = gantry::cli::Cli::parse_from(args);
+            format!("{:?}", gantry::cli::run(cli))
+        })
+        .join()
+        .unwrap()
+    };
+    let gantry = |rest: &[&str]| {
+        std::iter::once("gantry")
+            .chain(rest.iter().copied())
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let ok = format!("{:?}", std::process::ExitCode::SUCCESS);
+    let file_arg = file.to_str().unwrap();
+    assert_eq!(run(gantry(&["plugin", "push", file_arg, &reference])), ok);
+
+    // What was pushed binds: by tag, verified against the component's digest.
+    let cache = tempfile::tempdir().unwrap();
+    let fetched = Fetcher::new(settings(&cache))
+        .fetch(
+            &PluginSource::Oci {
+                reference: reference.trim_start_matches("oci://").to_string(),
+                insecure: true,
+            },
+            Some(&gantry::runtime::digest(&component)),
+        )
+        .await
+        .expect("pull what plugin push published");
+    assert_eq!(fetched.bytes, component);
+
+    // Not a component; not a tag; no registry host: refused before pushing.
+    let module = dir.path().join("core.wasm");
+    std::fs::write(&module, b"\0asm\x01\0\0\0").unwrap();
+    assert_ne!(
+        run(gantry(&[
+            "plugin",
+            "push",
+            module.to_str().unwrap(),
+            &reference
+        ])),
+        ok
+    );
+    let by_digest = format!("{reference}@sha256:{}", "a".repeat(64));
+    assert_ne!(run(gantry(&["plugin", "push", file_arg, &by_digest])), ok);
+    assert_ne!(
+        run(gantry(&["plugin", "push", file_arg, "oci://memcached:v1"])),
+        ok
+    );
+}

@@ -5,11 +5,13 @@
 //! - [`rust`]: `cargo build --target wasm32-wasip2` (the guest SDK).
 //! - [`js`]: JavaScript through jco / componentize-js.
 //! - [`python`]: Python through componentize-py.
+//! - [`scaffold`]: `gantry plugin new`, a working project in each language.
 
 mod cache;
 pub mod js;
 pub mod python;
 pub mod rust;
+pub mod scaffold;
 
 pub use rust::{
     BuildOptions, WASM_TARGET, build_plugin, build_workspace_plugins, ensure_wasm_target,
