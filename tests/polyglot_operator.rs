@@ -226,8 +226,11 @@ async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator() {
     assert_eq!(server.hits("memcached-js.wasm"), 1);
     assert!(cache.path().join("sha256").join(&js_digest).is_file());
 
-    // A new version whose download does not match its pin: refused with a
-    // Warning Event; the JavaScript plugin keeps serving.
+    // A new version whose download does not match its pin (a pin not in the
+    // cache: the cache is keyed by digest, so a cached pin needs no
+    // download): refused with a Warning Event; the JavaScript plugin keeps
+    // serving.
+    let v2_pin = gantry::runtime::digest(b"memcached-js v2");
     bind_remote(
         &env,
         "memcached-js",
@@ -236,7 +239,7 @@ async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator() {
             "test.gantry.dev/v1",
             "JsMemcached",
             &format!(
-                "sha256: {js_digest}\nsource: {{url: \"{}\"}}\n",
+                "sha256: {v2_pin}\nsource: {{url: \"{}\"}}\n",
                 server.url("memcached-py.wasm")
             ),
         ),
