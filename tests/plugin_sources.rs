@@ -374,3 +374,51 @@ async fn plugin_push_publishes_a_component_that_binds_by_digest() {
         ok
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_download_does_not_hold_up_other_bindings() {
+    use gantry_tests::{BINDINGS_NS, Env, eventually, get_json};
+    let server = FileServer::start().await;
+    server.stall("stuck.wasm");
+    let cache = tempfile::tempdir().unwrap();
+    let env = Env::start_with(gantry::controller::OperatorOptions {
+        plugin_sources: settings(&cache),
+        ..Default::default()
+    })
+    .await;
+    // A binding whose plugin never arrives...
+    let mut cm = k8s_openapi::api::core::v1::ConfigMap::default();
+    cm.metadata.name = Some("stuck".into());
+    cm.metadata.namespace = Some(BINDINGS_NS.into());
+    cm.metadata.labels = Some([("gantry.dev/plugin".to_string(), "true".to_string())].into());
+    let binding = format!(
+        "name: stuck\nparent: {{apiVersion: test.gantry.dev/v1, kind: Widget}}\nsha256: {}\nsource: {{url: \"{}\"}}\n",
+        "c".repeat(64),
+        server.url("stuck.wasm")
+    );
+    cm.data = Some([("binding.yaml".to_string(), binding)].into());
+    gantry::dev::apply_binding(&env.client, &cm).await.unwrap();
+    eventually("the stuck download started", || async {
+        (server.hits("stuck.wasm") > 0).then_some(())
+    })
+    .await;
+    // ...while another binding goes into service and reconciles.
+    env.install_example("memcached").await;
+    env.apply(serde_json::json!({
+        "apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+        "metadata": {"name": "mc", "namespace": "default"},
+        "spec": {"size": 1, "containerPort": 11211}
+    }))
+    .await;
+    let deployments = env.api("apps/v1", "Deployment", "deployments", Some("default"));
+    eventually("memcached reconciles beside a hanging download", || async {
+        get_json(&deployments, "mc").await
+    })
+    .await;
+    eventually("memcached counted in service", || async {
+        (env.metrics.active_bindings() == 1).then_some(())
+    })
+    .await;
+    assert_eq!(server.hits("stuck.wasm"), 1, "still on its first try");
+    env.stop().await;
+}

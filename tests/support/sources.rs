@@ -18,6 +18,7 @@ struct Files {
     files: Mutex<HashMap<String, Vec<u8>>>,
     hits: Mutex<HashMap<String, usize>>,
     fail_next: AtomicUsize,
+    stalled: Mutex<std::collections::HashSet<String>>,
 }
 
 /// An HTTP server on 127.0.0.1 serving bytes put into it.
@@ -30,6 +31,9 @@ pub struct FileServer {
 
 async fn serve_file(State(state): State<Arc<Files>>, Path(path): Path<String>) -> Response {
     *state.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
+    if state.stalled.lock().unwrap().contains(&path) {
+        std::future::pending::<()>().await;
+    }
     if state
         .fail_next
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -87,6 +91,15 @@ impl FileServer {
             .get(path.trim_start_matches('/'))
             .copied()
             .unwrap_or(0)
+    }
+
+    /// Never answer requests for `/path` (a download that hangs).
+    pub fn stall(&self, path: &str) {
+        self.state
+            .stalled
+            .lock()
+            .unwrap()
+            .insert(path.trim_start_matches('/').to_string());
     }
 
     /// Answer the next `n` requests with 503.

@@ -83,6 +83,9 @@ pub enum FetchError {
         /// Computed.
         actual: String,
     },
+    /// A URL source without a `sha256` pin.
+    #[error("a url source needs a sha256 pin")]
+    Unpinned,
     /// The OCI artifact is not a Wasm component artifact.
     #[error("not a Wasm OCI artifact: {0}")]
     NotWasmArtifact(String),
@@ -106,7 +109,8 @@ impl FetchError {
             FetchError::GaveUp { last, .. } => last.is_transient(),
             FetchError::TooLarge { .. }
             | FetchError::DigestMismatch { .. }
-            | FetchError::NotWasmArtifact(_) => false,
+            | FetchError::NotWasmArtifact(_)
+            | FetchError::Unpinned => false,
         }
     }
 }
@@ -193,9 +197,7 @@ impl Fetcher {
         };
         match source {
             PluginSource::Url { url, insecure } => {
-                let pin = pin.ok_or_else(|| {
-                    FetchError::NotWasmArtifact("a url source needs a sha256 pin".into())
-                })?;
+                let pin = pin.ok_or(FetchError::Unpinned)?;
                 if let Some(bytes) = self.cached(pin).await {
                     return Ok(done(bytes, pin.to_string(), None, true));
                 }
