@@ -201,9 +201,10 @@ async fn oci_artifacts_are_pushed_resolved_verified_and_cached() {
     assert_eq!(manifest.layers.len(), 1);
     assert_eq!(manifest.layers[0].media_type, "application/wasm");
 
-    // Again: the tag is resolved, the layer comes from the cache.
-    let again = fetcher.fetch(&by_tag, Some(&digest)).await.unwrap();
+    // Again, unpinned: the tag is resolved, the layer comes from the cache.
+    let again = fetcher.fetch(&by_tag, None).await.unwrap();
     assert!(again.from_cache);
+    assert_eq!(again.resolved.as_deref(), Some(pushed.reference.as_str()));
 
     // A pin the layer does not match: refused before downloading.
     let err = fetcher
@@ -229,7 +230,8 @@ async fn oci_artifacts_are_pushed_resolved_verified_and_cached() {
     let err = small.fetch(&by_tag, None).await.unwrap_err();
     assert!(matches!(err, FetchError::TooLarge { .. }), "{err}");
 
-    // By digest and pinned: served from the cache with the registry gone.
+    // Pinned and cached, by digest or by tag: served from the cache with
+    // the registry gone (an operator restart does not need it).
     let by_digest = PluginSource::Oci {
         reference: pushed.reference.trim_start_matches("oci://").to_string(),
         insecure: true,
@@ -238,6 +240,12 @@ async fn oci_artifacts_are_pushed_resolved_verified_and_cached() {
     let offline = fetcher.fetch(&by_digest, Some(&digest)).await.unwrap();
     assert!(offline.from_cache);
     assert_eq!(offline.bytes, bytes);
+    assert_eq!(offline.resolved.as_deref(), Some(pushed.reference.as_str()));
+    let offline = fetcher.fetch(&by_tag, Some(&digest)).await.unwrap();
+    assert!(offline.from_cache);
+    // Unpinned, a tag needs the registry: a transient failure.
+    let err = fetcher.fetch(&by_tag, None).await.unwrap_err();
+    assert!(err.is_transient(), "{err}");
 }
 
 #[tokio::test]

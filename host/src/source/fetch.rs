@@ -2,6 +2,7 @@
 //! with retries, a size cap and digest verification.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
@@ -30,6 +31,8 @@ pub struct FetchSettings {
     pub read_timeout: Duration,
     /// Longest one try may take in all.
     pub attempt_timeout: Duration,
+    /// Downloads at once (more wait their turn).
+    pub max_concurrent: usize,
 }
 
 impl Default for FetchSettings {
@@ -43,6 +46,7 @@ impl Default for FetchSettings {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(30),
             attempt_timeout: Duration::from_secs(300),
+            max_concurrent: 4,
         }
     }
 }
@@ -130,16 +134,27 @@ pub struct Fetched {
     pub elapsed: Duration,
 }
 
-/// Fetches components; cheap to clone.
-#[derive(Debug, Clone, Default)]
+/// Fetches components; cheap to clone (clones share the download slots).
+#[derive(Debug, Clone)]
 pub struct Fetcher {
     settings: FetchSettings,
+    downloads: Arc<tokio::sync::Semaphore>,
+}
+
+impl Default for Fetcher {
+    fn default() -> Self {
+        Self::new(FetchSettings::default())
+    }
 }
 
 impl Fetcher {
     /// A fetcher with these settings.
     pub fn new(settings: FetchSettings) -> Self {
-        Self { settings }
+        let slots = settings.max_concurrent.max(1);
+        Self {
+            settings,
+            downloads: Arc::new(tokio::sync::Semaphore::new(slots)),
+        }
     }
 
     /// The settings.
@@ -201,6 +216,7 @@ impl Fetcher {
                 if let Some(bytes) = self.cached(pin).await {
                     return Ok(done(bytes, pin.to_string(), None, true));
                 }
+                let _slot = self.downloads.acquire().await.expect("never closed");
                 let bytes = self
                     .retrying(source, || http::download(url, *insecure, &self.settings))
                     .await?;
@@ -216,13 +232,16 @@ impl Fetcher {
                 let parsed: oci_client::Reference = reference
                     .parse()
                     .map_err(|e| FetchError::NotWasmArtifact(format!("{reference}: {e}")))?;
-                // By digest and pinned: the cache can answer without asking.
-                if let (Some(_), Some(pin)) = (parsed.digest(), pin)
+                // Pinned and cached: the pin is the identity, so the cache
+                // answers without asking the registry (a tag is then not
+                // resolved: the pin is the record).
+                if let Some(pin) = pin
                     && let Some(bytes) = self.cached(pin).await
                 {
-                    let resolved = Some(format!("oci://{reference}"));
+                    let resolved = parsed.digest().map(|_| format!("oci://{reference}"));
                     return Ok(done(bytes, pin.to_string(), resolved, true));
                 }
+                let _slot = self.downloads.acquire().await.expect("never closed");
                 let (manifest_digest, layer) = self
                     .retrying(source, || oci::resolve(&client, &parsed, &self.settings))
                     .await?;
