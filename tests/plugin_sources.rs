@@ -363,6 +363,21 @@ async fn plugin_push_publishes_a_component_that_binds_by_digest() {
         .expect("pull what plugin push published");
     assert_eq!(fetched.bytes, component);
 
+    // `plugin run` takes the artifact itself.
+    let parent = gantry::dev::example_dir("memcached").join("example.yaml");
+    assert_eq!(
+        run(gantry(&[
+            "plugin",
+            "run",
+            "--plugin",
+            &reference,
+            "--parent",
+            parent.to_str().unwrap(),
+            "--no-cache",
+        ])),
+        ok
+    );
+
     // Not a component; not a tag; no registry host: refused before pushing.
     let module = dir.path().join("core.wasm");
     std::fs::write(&module, b"\0asm\x01\0\0\0").unwrap();

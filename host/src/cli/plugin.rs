@@ -71,7 +71,8 @@ pub struct PushArgs {
 /// The plugin and its input, shared by `run` and `bench`.
 #[derive(Debug, Args)]
 pub struct CallArgs {
-    /// The component (.wasm), or a plugin crate directory to build first.
+    /// The component (.wasm), a plugin source directory to build first, or
+    /// an OCI artifact (`oci://host/repo:tag` or `@sha256:…`) to pull.
     #[arg(long)]
     plugin: PathBuf,
     /// The parent object (YAML or JSON).
@@ -296,9 +297,39 @@ impl CallArgs {
     }
 }
 
-/// The component bytes and a display name: `path` itself, or the component
-/// built from the crate at `path`.
+/// Pull the component of an `oci://` reference (through the plugin cache).
+fn pull(reference: &str) -> anyhow::Result<(String, Vec<u8>)> {
+    let source = crate::source::SourceSpec {
+        url: None,
+        oci: Some(reference.to_string()),
+        insecure: false,
+    }
+    .check(false)
+    .map_err(|(_, message)| anyhow::anyhow!(message))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let fetched = runtime.block_on(crate::source::Fetcher::default().fetch(&source, None))?;
+    eprintln!(
+        "pulled {} (sha256 {})",
+        fetched.resolved.as_deref().unwrap_or(reference),
+        fetched.digest
+    );
+    let name = reference
+        .rsplit('/')
+        .next()
+        .and_then(|last| last.split([':', '@']).next())
+        .unwrap_or("plugin")
+        .to_string();
+    Ok((name, fetched.bytes))
+}
+
+/// The component bytes and a display name: `path` itself, the component
+/// built from the source directory at `path`, or pulled from `oci://…`.
 fn component(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
+    if let Some(reference) = path.to_str().filter(|p| p.starts_with("oci://")) {
+        return pull(reference);
+    }
     let file = if path.is_dir() {
         toolchain::build_any(path, &BuildOptions::default())?
     } else {
