@@ -210,6 +210,8 @@ impl Manager {
         let binding = match binding::read_config_map(&cm) {
             Ok(Plugin::Inline(binding)) => Ok(binding),
             Ok(Plugin::Remote(spec, source)) => {
+                // An older refused version must not be retried over this one.
+                self.refused.remove(&name);
                 self.start_fetch(cm, content, spec, source);
                 return;
             }
