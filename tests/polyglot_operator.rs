@@ -1,8 +1,8 @@
 //! The JavaScript and Python memcached plugins, served from a local HTTP
-//! server, and the Rust one, pulled from a loopback OCI registry, in service
-//! in the operator on the embedded API server: each binding's parents
-//! converge, and a version whose download does not match its pin is refused
-//! while the old one keeps serving.
+//! server, the Rust one, pulled from a loopback OCI registry, and the C one,
+//! inline in its ConfigMap, in service in the operator on the embedded API
+//! server: each binding's parents converge, and a version whose download
+//! does not match its pin is refused while the old one keeps serving.
 //!
 //! The first run installs the JavaScript and Python toolchains into the
 //! user's cache (`~/.cache/gantry/toolchains`), which needs the npm registry
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use gantry::controller::OperatorOptions;
 use gantry::source::{FetchSettings, oci};
-use gantry::toolchain::{example_plugin, js, python, source_workspace_root};
+use gantry::toolchain::{c, example_plugin, js, python, source_workspace_root};
 use gantry_tests::sources::{FileServer, Registry};
 use gantry_tests::{BINDINGS_NS, Env, condition, eventually, get_json, widget_crd};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -42,8 +42,8 @@ fn parent(api_version: &str, kind: &str, name: &str, size: i64) -> Value {
            "spec": {"size": size, "containerPort": 11211}})
 }
 
-/// Build the three memcached components (timed).
-fn components() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+/// Build the four memcached components (timed).
+fn components() -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) {
     let dir = |name: &str| source_workspace_root().join("plugins").join(name);
     let timed = |what: &str, build: &dyn Fn() -> Vec<u8>| {
         let started = Instant::now();
@@ -64,12 +64,16 @@ fn components() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     let py = timed("python", &|| {
         std::fs::read(python::build_plugin(&dir("memcached-py")).expect("Python plugin")).unwrap()
     });
-    (rust, js, py)
+    let c = timed("c", &|| {
+        std::fs::read(c::build_plugin(&dir("memcached-c")).expect("C plugin")).unwrap()
+    });
+    (rust, js, py, c)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator() {
-    let (rust, js, py) = tokio::task::spawn_blocking(components).await.unwrap();
+    let (rust, js, py, c) = tokio::task::spawn_blocking(components).await.unwrap();
+    let c_digest = gantry::runtime::digest(&c);
     let (rust_digest, js_digest, py_digest) = (
         gantry::runtime::digest(&rust),
         gantry::runtime::digest(&js),
@@ -97,7 +101,7 @@ async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator() {
     })
     .await;
 
-    // Parent kinds: Memcached for Rust, JsMemcached and PyMemcached.
+    // Parent kinds: Memcached for Rust, JsMemcached, PyMemcached, CMemcached.
     for crd in
         gantry::cli::read_objects(&gantry::dev::example_dir("memcached").join("crd.yaml")).unwrap()
     {
@@ -107,7 +111,10 @@ async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator() {
         .await;
     env.apply(widget_crd("PyMemcached", "pymemcacheds", true))
         .await;
+    env.apply(widget_crd("CMemcached", "cmemcacheds", true))
+        .await;
     for name in [
+        "cmemcacheds.test.gantry.dev",
         "memcacheds.cache.example.com",
         "jsmemcacheds.test.gantry.dev",
         "pymemcacheds.test.gantry.dev",
@@ -138,7 +145,21 @@ async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator() {
         ),
     )
     .await;
+    // C: small enough to sit in the ConfigMap.
+    env.bind(
+        "memcached-c",
+        &binding("memcached-c", "test.gantry.dev/v1", "CMemcached", ""),
+        &c,
+    )
+    .await;
     let mut kinds = vec![
+        (
+            "test.gantry.dev/v1",
+            "CMemcached",
+            "cmemcacheds",
+            "c",
+            c_digest.clone(),
+        ),
         (
             "test.gantry.dev/v1",
             "JsMemcached",

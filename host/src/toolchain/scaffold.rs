@@ -169,6 +169,9 @@ pub fn new_plugin(
         Language::Rust => (RUST, "Rust", RUST_NOTES),
         Language::JavaScript => (JS, "JavaScript", JS_NOTES),
         Language::Python => (PYTHON, "Python", PYTHON_NOTES),
+        Language::C => bail!(
+            "gantry plugin new does not scaffold C plugins yet; start from plugins/memcached-c"
+        ),
     };
     let sdk = match (language, sdk) {
         (Language::Rust, Some(sdk)) => sdk
