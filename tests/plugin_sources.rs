@@ -134,6 +134,29 @@ async fn http_downloads_are_verified_cached_retried_and_capped() {
         .unwrap_err();
     assert!(matches!(err, FetchError::TooLarge { .. }), "{err}");
 
+    // Redirects: followed on loopback, never downgraded to plain http
+    // elsewhere.
+    server.redirect("moved.wasm", &server.url("p.wasm"));
+    let moved = Fetcher::new(FetchSettings {
+        cache_dir: None,
+        ..settings(&cache)
+    })
+    .fetch(&url_source(server.url("moved.wasm")), Some(&digest))
+    .await
+    .expect("a loopback redirect is followed");
+    assert_eq!(moved.bytes.len(), bytes.len());
+    server.redirect("away.wasm", "http://plugins.example.com/p.wasm");
+    let err = small
+        .fetch(&url_source(server.url("away.wasm")), Some(&digest))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not https"), "{err}");
+    assert_eq!(
+        server.hits("away.wasm"),
+        1,
+        "a refused redirect is not retried"
+    );
+
     // Nothing listening: a transport error, transient.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead = format!("http://{}/p.wasm", closed.local_addr().unwrap());

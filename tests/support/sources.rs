@@ -19,6 +19,7 @@ struct Files {
     hits: Mutex<HashMap<String, usize>>,
     fail_next: AtomicUsize,
     stalled: Mutex<std::collections::HashSet<String>>,
+    redirects: Mutex<HashMap<String, String>>,
 }
 
 /// An HTTP server on 127.0.0.1 serving bytes put into it.
@@ -31,6 +32,14 @@ pub struct FileServer {
 
 async fn serve_file(State(state): State<Arc<Files>>, Path(path): Path<String>) -> Response {
     *state.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
+    let redirect = state.redirects.lock().unwrap().get(&path).cloned();
+    if let Some(location) = redirect {
+        return (
+            StatusCode::FOUND,
+            [(axum::http::header::LOCATION, location)],
+        )
+            .into_response();
+    }
     if state.stalled.lock().unwrap().contains(&path) {
         std::future::pending::<()>().await;
     }
@@ -91,6 +100,14 @@ impl FileServer {
             .get(path.trim_start_matches('/'))
             .copied()
             .unwrap_or(0)
+    }
+
+    /// Answer `/path` with a redirect to `location`.
+    pub fn redirect(&self, path: &str, location: &str) {
+        self.state.redirects.lock().unwrap().insert(
+            path.trim_start_matches('/').to_string(),
+            location.to_string(),
+        );
     }
 
     /// Never answer requests for `/path` (a download that hangs).

@@ -87,6 +87,10 @@ pub enum FetchError {
         /// Computed.
         actual: String,
     },
+    /// A redirect the source does not allow (a downgrade to plain http, or
+    /// too many).
+    #[error("redirect refused: {0}")]
+    Redirect(String),
     /// A URL source without a `sha256` pin.
     #[error("a url source needs a sha256 pin")]
     Unpinned,
@@ -114,6 +118,7 @@ impl FetchError {
             FetchError::TooLarge { .. }
             | FetchError::DigestMismatch { .. }
             | FetchError::NotWasmArtifact(_)
+            | FetchError::Redirect(_)
             | FetchError::Unpinned => false,
         }
     }

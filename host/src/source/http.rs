@@ -35,13 +35,18 @@ fn client(insecure: bool, settings: &FetchSettings) -> Result<reqwest::Client, F
 fn transport(e: reqwest::Error) -> FetchError {
     // The full chain: reqwest's top-level message alone says little.
     let mut message = e.to_string();
+    let redirect = e.is_redirect();
     let mut source = std::error::Error::source(&e);
     while let Some(inner) = source {
         message.push_str(": ");
         message.push_str(&inner.to_string());
         source = inner.source();
     }
-    FetchError::Transport(message)
+    if redirect {
+        FetchError::Redirect(message)
+    } else {
+        FetchError::Transport(message)
+    }
 }
 
 /// GET `url`; the body, at most `settings.max_bytes` long.
