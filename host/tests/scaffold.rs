@@ -84,6 +84,11 @@ fn a_scaffolded_python_plugin_passes_its_test() {
 }
 
 #[test]
+fn a_scaffolded_c_plugin_passes_its_test() {
+    scaffold_and_test("c", tempfile::tempdir().unwrap().path());
+}
+
+#[test]
 fn plugin_new_refuses_a_bad_name_or_a_full_directory() {
     let root = tempfile::tempdir().unwrap();
     let out = Command::new(GANTRY)

@@ -39,6 +39,8 @@ pub enum Lang {
     Js,
     /// Python, with componentize-py.
     Python,
+    /// C, with clang, wasi-libc and wit-bindgen.
+    C,
 }
 
 #[derive(Debug, Args)]
@@ -168,6 +170,7 @@ fn new_project(args: &NewArgs) -> ExitCode {
         Lang::Rust => toolchain::Language::Rust,
         Lang::Js => toolchain::Language::JavaScript,
         Lang::Python => toolchain::Language::Python,
+        Lang::C => toolchain::Language::C,
     };
     let dir = args
         .dir

@@ -1,5 +1,6 @@
-//! `gantry plugin new`: a working plugin project in Rust, JavaScript or
-//! Python, from the templates in `host/templates/` (embedded in the binary).
+//! `gantry plugin new`: a working plugin project in Rust, JavaScript,
+//! Python or C, from the templates in `host/templates/` (embedded in the
+//! binary).
 //!
 //! Every project has the contract (`wit/gantry.wit`), a sample parent and
 //! config (`examples/`), the answer they should get (`expected.yaml`), a
@@ -94,6 +95,24 @@ const PYTHON: &[TemplateFile] = &[
     ),
 ];
 
+const C: &[TemplateFile] = &[
+    (
+        "plugin.c",
+        include_str!("../../templates/c/plugin.c"),
+        false,
+    ),
+    (
+        "json.c",
+        include_str!("../../../plugins/memcached-c/json.c"),
+        false,
+    ),
+    (
+        "json.h",
+        include_str!("../../../plugins/memcached-c/json.h"),
+        false,
+    ),
+];
+
 const RUST_NOTES: &str = "
 ## Rust notes
 
@@ -127,6 +146,18 @@ generated from `wit/gantry.wit` at build time. Pure-Python dependencies
 can sit beside `app.py`. The component embeds CPython: about 18 MB, too
 large for a ConfigMap, so bind it from an OCI registry or a URL. Raise
 `Err(PluginError(message, reason, retryable))` to fail a reconcile.
+";
+
+const C_NOTES: &str = "
+## C notes
+
+Built with clang's wasm32 target and wasi-libc (Debian: `apt-get install
+clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32`); the bindings
+(`reconciler.h`) are generated at build time by wit-bindgen's C generator,
+which Gantry `cargo install`s once into `~/.cache/gantry/toolchains/c/`, and
+`wasm-component-ld` from Rust's `wasm32-wasip2` target makes the component.
+Every `.c` file here is compiled. `json.c` is a small JSON reader and
+writer; each call runs in a fresh instance, so nothing needs freeing.
 ";
 
 /// Whether `name` can name a plugin: a DNS label (it becomes the binding's
@@ -169,9 +200,7 @@ pub fn new_plugin(
         Language::Rust => (RUST, "Rust", RUST_NOTES),
         Language::JavaScript => (JS, "JavaScript", JS_NOTES),
         Language::Python => (PYTHON, "Python", PYTHON_NOTES),
-        Language::C => bail!(
-            "gantry plugin new does not scaffold C plugins yet; start from plugins/memcached-c"
-        ),
+        Language::C => (C, "C", C_NOTES),
     };
     let sdk = match (language, sdk) {
         (Language::Rust, Some(sdk)) => sdk
@@ -221,6 +250,7 @@ mod tests {
             (Language::Rust, "Cargo.toml"),
             (Language::JavaScript, "package.json"),
             (Language::Python, "app.py"),
+            (Language::C, "plugin.c"),
         ] {
             let dir = root.path().join(format!("{language:?}"));
             let files = new_plugin(language, "hello", &dir, None).unwrap();
