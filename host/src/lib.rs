@@ -11,6 +11,8 @@
 //!   controller per binding, reconcile → guardrails → apply/prune → status.
 //! - [`policy`]: admission policies: policy bindings, the HTTPS webhook
 //!   server, webhook configuration sync, guardrails on reconcile output.
+//! - [`source`]: fetching plugins from URLs and OCI registries, with a
+//!   digest-keyed disk cache.
 //! - [`toolchain`]: building plugin crates into components.
 //! - [`bench`]: side-by-side cost of native and plugin calls.
 //! - [`cli`]: the `gantry` command line.
@@ -23,5 +25,6 @@ pub mod dev;
 pub mod health;
 pub mod policy;
 pub mod runtime;
+pub mod source;
 pub mod telemetry;
 pub mod toolchain;

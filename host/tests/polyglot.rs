@@ -1,7 +1,8 @@
-//! The memcached plugin in three languages: Rust (`plugins/memcached`),
-//! JavaScript (`plugins/memcached-js`, componentize-js) and Python
-//! (`plugins/memcached-py`, componentize-py). The same requests must get the
-//! same answers from all three.
+//! The memcached plugin in four languages: Rust (`plugins/memcached`),
+//! JavaScript (`plugins/memcached-js`, componentize-js), Python
+//! (`plugins/memcached-py`, componentize-py) and C (`plugins/memcached-c`,
+//! clang + wasi-libc + wit-bindgen). The same requests must get the same
+//! answers from all of them.
 //!
 //! The first run installs the JavaScript and Python toolchains into the
 //! user's cache (`~/.cache/gantry/toolchains`), which needs the npm registry
@@ -12,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use gantry::runtime::{CallError, Limits, ReconcilerPlugin, Runtime, RuntimeSettings};
-use gantry::toolchain::{example_plugin, js, python, source_workspace_root};
+use gantry::toolchain::{c, example_plugin, js, python, source_workspace_root};
 use gantry_sdk::{ConditionStatus, PluginError, Request, Response, Trigger, json};
 use serde_json::Value;
 
@@ -65,6 +66,9 @@ fn plugins() -> &'static Plugins {
         let py = timed("python", &|| {
             read(python::build_plugin(&plugin_dir("memcached-py")).expect("Python plugin builds"))
         });
+        let c = timed("c", &|| {
+            read(c::build_plugin(&plugin_dir("memcached-c")).expect("C plugin builds"))
+        });
         let load = |name: &str, bytes: &[u8]| {
             let plugin = runtime.load_reconciler(name, bytes).expect("plugin loads");
             assert!(plugin.validates_config(), "{name} exports validate-config");
@@ -75,8 +79,9 @@ fn plugins() -> &'static Plugins {
                 ("rust", load("memcached", &rust)),
                 ("js", load("memcached-js", &js)),
                 ("python", load("memcached-py", &py)),
+                ("c", load("memcached-c", &c)),
             ],
-            bytes: vec![("rust", rust), ("js", js), ("python", py)],
+            bytes: vec![("rust", rust), ("js", js), ("python", py), ("c", c)],
             cache,
         }
     })
@@ -284,7 +289,7 @@ fn invalid_specs_are_the_same_plugin_errors() {
             format!("spec.size must be between 1 and 10, got {size}")
         );
     }
-    // Malformed input gets serde's messages from all three.
+    // Malformed input gets serde's messages from all of them.
     for spec in [
         json!({"size": "3"}),
         json!({"size": null}),
@@ -402,4 +407,9 @@ fn the_js_plugin_stays_under_default_limits() {
 #[test]
 fn the_python_plugin_stays_under_default_limits() {
     stays_under_default_limits("python");
+}
+
+#[test]
+fn the_c_plugin_stays_under_default_limits() {
+    stays_under_default_limits("c");
 }

@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub mod sources;
+
 /// Namespace of the bindings in tests.
 pub const BINDINGS_NS: &str = "gantry-system";
 /// How long a test waits for convergence before failing.
@@ -45,6 +47,12 @@ pub fn init_logs() {
 impl Env {
     /// Start an in-memory API server and the operator (fast backoff).
     pub async fn start() -> Env {
+        Env::start_with(OperatorOptions::default()).await
+    }
+
+    /// Like [`Env::start`], with `options` (its namespace and backoff are
+    /// the tests').
+    pub async fn start_with(options: OperatorOptions) -> Env {
         init_logs();
         let server = ApiServer::start(Config::default())
             .await
@@ -58,7 +66,7 @@ impl Env {
             namespace: BINDINGS_NS.into(),
             backoff_base: Duration::from_millis(200),
             backoff_max: Duration::from_secs(2),
-            ..OperatorOptions::default()
+            ..options
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let runtime = Runtime::with_defaults().expect("plugin runtime");

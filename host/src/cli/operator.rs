@@ -56,6 +56,10 @@ pub struct OperatorArgs {
     lease_retry_secs: u64,
     #[command(flatten)]
     webhook: super::webhook::WebhookArgs,
+    /// Where plugins fetched from URLs and OCI registries are cached, by
+    /// digest (default: the user's cache dir, gantry/plugins).
+    #[arg(long, env = "GANTRY_PLUGIN_CACHE_DIR")]
+    plugin_cache_dir: Option<PathBuf>,
 }
 
 impl OperatorArgs {
@@ -70,6 +74,13 @@ impl OperatorArgs {
             namespace: self.namespace.clone(),
             concurrency: self.concurrency,
             reconcile_timeout: Duration::from_secs(self.reconcile_timeout_secs),
+            plugin_sources: crate::source::FetchSettings {
+                cache_dir: self
+                    .plugin_cache_dir
+                    .clone()
+                    .or(crate::source::FetchSettings::default().cache_dir),
+                ..crate::source::FetchSettings::default()
+            },
             ..OperatorOptions::default()
         }
     }

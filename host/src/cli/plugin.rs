@@ -22,12 +22,59 @@ pub enum PluginCommand {
     Bench(BenchArgs),
     /// Build a plugin crate into a component.
     Build(BuildArgs),
+    /// Publish a component to an OCI registry as a Wasm artifact; prints
+    /// the reference by digest and the sha256 to pin in a binding.
+    Push(PushArgs),
+    /// Scaffold a plugin project (WIT, build, sample input, a test) that
+    /// passes `gantry plugin run` out of the box.
+    New(NewArgs),
+}
+
+/// Languages `plugin new` scaffolds.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Lang {
+    /// Rust, with the guest SDK.
+    Rust,
+    /// JavaScript, with componentize-js.
+    Js,
+    /// Python, with componentize-py.
+    Python,
+    /// C, with clang, wasi-libc and wit-bindgen.
+    C,
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// The plugin's language.
+    #[arg(long, value_enum)]
+    lang: Lang,
+    /// The plugin's name (a DNS label; also the binding's name).
+    name: String,
+    /// Where to create it (default: ./NAME); must be missing or empty.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Rust: the `gantry-sdk` directory (default: this Gantry source tree's).
+    #[arg(long)]
+    sdk: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The component (.wasm), or a plugin source directory to build first.
+    file: PathBuf,
+    /// Where to: `oci://host[:port]/repository:tag`.
+    reference: String,
+    /// Plain HTTP to a registry that is not on a loopback address
+    /// (loopback registries are always spoken to over HTTP).
+    #[arg(long)]
+    insecure: bool,
 }
 
 /// The plugin and its input, shared by `run` and `bench`.
 #[derive(Debug, Args)]
 pub struct CallArgs {
-    /// The component (.wasm), or a plugin crate directory to build first.
+    /// The component (.wasm), a plugin source directory to build first, or
+    /// an OCI artifact (`oci://host/repo:tag` or `@sha256:…`) to pull.
     #[arg(long)]
     plugin: PathBuf,
     /// The parent object (YAML or JSON).
@@ -113,6 +160,97 @@ pub fn run(command: PluginCommand) -> ExitCode {
             }
             Err(e) => fail(exit::OTHER, &e),
         },
+        PluginCommand::Push(args) => push(&args),
+        PluginCommand::New(args) => new_project(&args),
+    }
+}
+
+fn new_project(args: &NewArgs) -> ExitCode {
+    let language = match args.lang {
+        Lang::Rust => toolchain::Language::Rust,
+        Lang::Js => toolchain::Language::JavaScript,
+        Lang::Python => toolchain::Language::Python,
+        Lang::C => toolchain::Language::C,
+    };
+    let dir = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&args.name));
+    match toolchain::scaffold::new_plugin(language, &args.name, &dir, args.sdk.as_deref()) {
+        Ok(files) => {
+            for file in files {
+                println!("{}", file.display());
+            }
+            eprintln!(
+                "created {}; try it: cd {} && GANTRY={} ./test.sh",
+                dir.display(),
+                dir.display(),
+                std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|_| "gantry".into())
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(2, &e),
+    }
+}
+
+/// Whether `bytes` start like a component (layer 1), not a core module.
+fn is_component(bytes: &[u8]) -> bool {
+    bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[6..8] == [1, 0]
+}
+
+fn push(args: &PushArgs) -> ExitCode {
+    let source = crate::source::SourceSpec {
+        url: None,
+        oci: Some(args.reference.clone()),
+        insecure: args.insecure,
+    };
+    let (reference, insecure) = match source.check(false) {
+        Ok(crate::source::PluginSource::Oci {
+            reference,
+            insecure,
+        }) => (reference, insecure),
+        Ok(_) => unreachable!("an oci source checks as one"),
+        Err((_, message)) => return fail(2, &message),
+    };
+    if reference.contains('@') {
+        return fail(2, &"push to a :tag; the registry names the digest");
+    }
+    let (_, bytes) = match component(&args.file) {
+        Ok(c) => c,
+        Err(e) => return fail(exit::OTHER, &e),
+    };
+    if !is_component(&bytes) {
+        return fail(
+            exit::LOAD,
+            &format!(
+                "{} is not a WebAssembly component (a core module, or not wasm)",
+                args.file.display()
+            ),
+        );
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(exit::OTHER, &e),
+    };
+    let size = bytes.len();
+    let settings = crate::source::FetchSettings::default();
+    match runtime.block_on(crate::source::oci::push(
+        bytes, &reference, insecure, &settings,
+    )) {
+        Ok(pushed) => {
+            eprintln!(
+                "pushed {size} bytes to oci://{reference}; bind it with:\n  sha256: {}\n  source: {{oci: \"{}\"}}",
+                pushed.component_sha256, pushed.reference
+            );
+            println!("{}", pushed.reference);
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(exit::OTHER, &e),
     }
 }
 
@@ -162,9 +300,39 @@ impl CallArgs {
     }
 }
 
-/// The component bytes and a display name: `path` itself, or the component
-/// built from the crate at `path`.
+/// Pull the component of an `oci://` reference (through the plugin cache).
+fn pull(reference: &str) -> anyhow::Result<(String, Vec<u8>)> {
+    let source = crate::source::SourceSpec {
+        url: None,
+        oci: Some(reference.to_string()),
+        insecure: false,
+    }
+    .check(false)
+    .map_err(|(_, message)| anyhow::anyhow!(message))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let fetched = runtime.block_on(crate::source::Fetcher::default().fetch(&source, None))?;
+    eprintln!(
+        "pulled {} (sha256 {})",
+        fetched.resolved.as_deref().unwrap_or(reference),
+        fetched.digest
+    );
+    let name = reference
+        .rsplit('/')
+        .next()
+        .and_then(|last| last.split([':', '@']).next())
+        .unwrap_or("plugin")
+        .to_string();
+    Ok((name, fetched.bytes))
+}
+
+/// The component bytes and a display name: `path` itself, the component
+/// built from the source directory at `path`, or pulled from `oci://…`.
 fn component(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
+    if let Some(reference) = path.to_str().filter(|p| p.starts_with("oci://")) {
+        return pull(reference);
+    }
     let file = if path.is_dir() {
         toolchain::build_any(path, &BuildOptions::default())?
     } else {

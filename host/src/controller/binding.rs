@@ -13,6 +13,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::runtime::Limits;
+use crate::source::{Fetched, PluginSource, SourceSpec};
 
 /// Label that marks a ConfigMap as a plugin binding.
 pub const BINDING_LABEL: &str = "gantry.dev/plugin";
@@ -20,6 +21,9 @@ pub const BINDING_LABEL: &str = "gantry.dev/plugin";
 pub const CHILD_LABEL: &str = "gantry.dev/binding";
 /// Annotation on the ConfigMap: the digest of the plugin in service.
 pub const DIGEST_ANNOTATION: &str = "gantry.dev/plugin-digest";
+/// Annotation on the ConfigMap: where the plugin in service came from; for
+/// OCI, the artifact by digest (a tag resolved).
+pub const SOURCE_ANNOTATION: &str = "gantry.dev/plugin-source";
 /// Key of the binding document in the ConfigMap's `data`.
 pub const BINDING_KEY: &str = "binding.yaml";
 /// Key of the raw component in `binaryData`.
@@ -119,13 +123,18 @@ pub struct BindingSpec {
     /// Free-form config passed to the plugin.
     #[serde(default)]
     pub config: Value,
-    /// Expected sha256 of the component (lowercase hex).
+    /// Expected sha256 of the component (lowercase hex). Required with a
+    /// `source.url`; with `source.oci` the artifact's layer must match it.
     #[serde(default)]
     pub sha256: Option<String>,
     /// Names of policy bindings (`gantry.dev/policy`) that every desired
     /// child must pass before anything is applied.
     #[serde(default)]
     pub guardrail_policies: Vec<String>,
+    /// Fetch the component from a URL or an OCI registry instead of
+    /// `binaryData` (for components larger than a ConfigMap holds).
+    #[serde(default)]
+    pub source: Option<SourceSpec>,
 }
 
 fn default_resync() -> u64 {
@@ -207,6 +216,9 @@ pub enum BindingError {
     /// Both plugin keys are set.
     #[error("ConfigMap has both {PLUGIN_KEY} and {PLUGIN_ZSTD_KEY}; keep one")]
     AmbiguousPlugin,
+    /// `source` is set and `binaryData` carries a plugin too.
+    #[error("{BINDING_KEY} has a source and binaryData has a plugin; keep one")]
+    SourceAndInline,
     /// The compressed plugin does not decompress, or is too large.
     #[error("{PLUGIN_ZSTD_KEY}: {0}")]
     Decompress(String),
@@ -229,6 +241,30 @@ pub struct Binding {
     pub plugin: Vec<u8>,
     /// sha256 of `plugin`.
     pub digest: String,
+    /// Where a fetched component came from (an OCI tag resolved to its
+    /// digest); `None` when inline.
+    pub source: Option<String>,
+}
+
+impl Binding {
+    /// A binding whose component was fetched from its source.
+    pub fn fetched(spec: BindingSpec, fetched: Fetched, source: &PluginSource) -> Binding {
+        Binding {
+            spec,
+            plugin: fetched.bytes,
+            digest: fetched.digest,
+            source: Some(fetched.resolved.unwrap_or_else(|| source.to_string())),
+        }
+    }
+}
+
+/// Where a binding's component is.
+#[derive(Debug, Clone)]
+pub enum Plugin {
+    /// In the ConfigMap's `binaryData` (decompressed and checked).
+    Inline(Binding),
+    /// To be fetched from a URL or registry.
+    Remote(BindingSpec, PluginSource),
 }
 
 fn field(field: &str, message: impl Into<String>) -> BindingError {
@@ -338,6 +374,11 @@ pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
     {
         return Err(field("sha256", "must be 64 lowercase hex digits"));
     }
+    if let Some(source) = &spec.source {
+        source
+            .check(spec.sha256.is_some())
+            .map_err(|(path, message)| field(&path, message))?;
+    }
     Ok(spec)
 }
 
@@ -358,20 +399,46 @@ fn decompress(bytes: &[u8]) -> Result<Vec<u8>, BindingError> {
     Ok(out)
 }
 
-/// Read a binding from its ConfigMap: spec, plugin bytes, digest check.
-pub fn from_config_map(cm: &ConfigMap) -> Result<Binding, BindingError> {
+/// Read a binding from its ConfigMap: the spec and, for an inline plugin,
+/// its bytes with the digest checked; for a remote one, its source.
+pub fn read_config_map(cm: &ConfigMap) -> Result<Plugin, BindingError> {
     let text = cm
         .data
         .as_ref()
         .and_then(|d| d.get(BINDING_KEY))
         .ok_or(BindingError::MissingSpec)?;
     let spec = parse_spec(text)?;
+    if let Some(source) = &spec.source {
+        let inline = cm
+            .binary_data
+            .as_ref()
+            .is_some_and(|b| b.contains_key(PLUGIN_KEY) || b.contains_key(PLUGIN_ZSTD_KEY));
+        if inline {
+            return Err(BindingError::SourceAndInline);
+        }
+        let source = source
+            .check(spec.sha256.is_some())
+            .map_err(|(path, message)| field(&path, message))?;
+        return Ok(Plugin::Remote(spec, source));
+    }
     let (plugin, digest) = plugin_from_config_map(cm, spec.sha256.as_deref())?;
-    Ok(Binding {
+    Ok(Plugin::Inline(Binding {
         spec,
         plugin,
         digest,
-    })
+        source: None,
+    }))
+}
+
+/// Read a binding whose plugin is inline in the ConfigMap.
+pub fn from_config_map(cm: &ConfigMap) -> Result<Binding, BindingError> {
+    match read_config_map(cm)? {
+        Plugin::Inline(binding) => Ok(binding),
+        Plugin::Remote(..) => Err(BindingError::InvalidField {
+            field: "source".into(),
+            message: "the plugin must be fetched first".into(),
+        }),
+    }
 }
 
 /// The component a ConfigMap carries in `binaryData` (raw, or
@@ -497,6 +564,59 @@ mod tests {
         let wrong = format!("{SPEC}sha256: {}\n", "0".repeat(64));
         let err = from_config_map(&config_map(&wrong, PLUGIN_KEY, bytes)).unwrap_err();
         assert!(matches!(err, BindingError::DigestMismatch { .. }));
+    }
+
+    #[test]
+    fn remote_sources_are_checked_and_exclude_inline_plugins() {
+        let pin = "a".repeat(64);
+        let url = format!(
+            "{SPEC}sha256: {pin}\nsource: {{url: \"https://plugins.example.com/m.wasm\"}}\n"
+        );
+        let cm = ConfigMap {
+            data: Some([(BINDING_KEY.to_string(), url.clone())].into()),
+            ..ConfigMap::default()
+        };
+        match read_config_map(&cm).unwrap() {
+            Plugin::Remote(spec, PluginSource::Url { url, insecure }) => {
+                assert_eq!(url, "https://plugins.example.com/m.wasm");
+                assert!(!insecure);
+                assert_eq!(spec.sha256.as_deref(), Some(pin.as_str()));
+            }
+            other => panic!("{other:?}"),
+        }
+        let both = config_map(&url, PLUGIN_KEY, vec![1]);
+        assert_eq!(
+            read_config_map(&both).unwrap_err(),
+            BindingError::SourceAndInline
+        );
+        let cases = [
+            (
+                format!("{SPEC}source: {{url: \"https://a.example/m.wasm\"}}\n"),
+                "sha256: a url source needs a sha256 pin",
+            ),
+            (
+                format!("{SPEC}sha256: {pin}\nsource: {{url: \"http://a.example/m.wasm\"}}\n"),
+                "source.url",
+            ),
+            (
+                format!("{SPEC}source: {{oci: \"oci://ghcr.io/org/m\"}}\n"),
+                "source.oci",
+            ),
+            (
+                format!("{SPEC}source: {{}}\n"),
+                "exactly one of url and oci",
+            ),
+            (
+                format!("{SPEC}source: {{oci: \"oci://a.b/c:d\", colour: red}}\n"),
+                "unknown field `colour`",
+            ),
+        ];
+        for (text, expected) in cases {
+            let err = parse_spec(&text).unwrap_err().to_string();
+            assert!(err.contains(expected), "{expected:?} not in {err:?}");
+        }
+        let oci = format!("{SPEC}source: {{oci: \"oci://127.0.0.1:5000/p/m:v1\"}}\n");
+        assert!(parse_spec(&oci).is_ok(), "a tag without a pin is resolved");
     }
 
     #[test]

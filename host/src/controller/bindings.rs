@@ -23,13 +23,15 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::binding::{
-    self, BINDING_LABEL, Binding, BindingSpec, CHILD_LABEL, DIGEST_ANNOTATION, KindRef,
+    self, BINDING_LABEL, Binding, BindingSpec, CHILD_LABEL, DIGEST_ANNOTATION, KindRef, Plugin,
+    SOURCE_ANNOTATION,
 };
 use super::context::{BindingContext, ChildKind, Current, KindInfo, RelatedKind, controller_owner};
 use super::intent::fingerprint;
 use super::reconcile::{error_policy, reconcile};
 use super::{Metrics, OperatorOptions, Shared};
 use crate::runtime::{ReconcilerPlugin, Runtime};
+use crate::source::{Fetcher, PluginSource};
 
 /// How often bindings that failed for a reason that may pass (a kind not
 /// served yet) are tried again.
@@ -50,7 +52,9 @@ pub async fn run_operator(
     let recorder = Recorder::new(client.clone(), reporter);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), &options.namespace);
     options.readiness.set_leading(options.leading.clone());
+    let fetcher = Fetcher::new(options.plugin_sources.clone());
     let shared = Arc::new(Shared::new(options, metrics));
+    let (fetched_tx, mut fetched_rx) = mpsc::unbounded_channel::<FetchDone>();
     let mut manager = Manager {
         client,
         runtime,
@@ -58,6 +62,9 @@ pub async fn run_operator(
         recorder,
         active: HashMap::new(),
         refused: HashMap::new(),
+        fetcher,
+        fetching: HashMap::new(),
+        fetched_tx,
     };
     let mut events = watcher(api, watcher::Config::default().labels(BINDING_LABEL))
         .default_backoff()
@@ -78,6 +85,7 @@ pub async fn run_operator(
             }
             Ok(()) = policy_changes.changed() => manager.reconcile_guarded(),
             _ = retry.tick() => manager.retry_refused().await,
+            Some(done) = fetched_rx.recv() => manager.fetched(done).await,
             event = events.next() => match event {
                 Some(Ok(watcher::Event::Init)) => initial.clear(),
                 Some(Ok(watcher::Event::InitApply(cm))) => initial.push(cm),
@@ -101,6 +109,9 @@ pub async fn run_operator(
     }
     manager.shared.metrics.set_ready(false);
     manager.shared.options.readiness.set_loaded(false);
+    for (_, fetch) in manager.fetching.drain() {
+        fetch.task.abort();
+    }
     manager.stop_all().await;
     Ok(())
 }
@@ -122,6 +133,20 @@ struct Refused {
     retry: Option<ConfigMap>,
 }
 
+/// A remote plugin being downloaded, off the manager's loop so that other
+/// bindings are not held up.
+struct Fetching {
+    content: u64,
+    task: JoinHandle<()>,
+}
+
+/// A download finished (or failed for good).
+struct FetchDone {
+    cm: ConfigMap,
+    content: u64,
+    result: Result<Binding, Refusal>,
+}
+
 struct Manager {
     client: Client,
     runtime: Runtime,
@@ -129,6 +154,9 @@ struct Manager {
     recorder: Recorder,
     active: HashMap<String, Active>,
     refused: HashMap<String, Refused>,
+    fetcher: Fetcher,
+    fetching: HashMap<String, Fetching>,
+    fetched_tx: mpsc::UnboundedSender<FetchDone>,
 }
 
 /// Why a binding version was refused.
@@ -172,10 +200,86 @@ impl Manager {
                 .refused
                 .get(&name)
                 .is_some_and(|r| r.content == content)
+            || self
+                .fetching
+                .get(&name)
+                .is_some_and(|f| f.content == content)
         {
             return; // e.g. our own digest annotation
         }
-        match self.try_upsert(&cm, content).await {
+        // A newer version supersedes a download in flight.
+        if let Some(old) = self.fetching.remove(&name) {
+            old.task.abort();
+        }
+        let binding = match binding::read_config_map(&cm) {
+            Ok(Plugin::Inline(binding)) => Ok(binding),
+            Ok(Plugin::Remote(spec, source)) => {
+                // An older refused version must not be retried over this one.
+                self.refused.remove(&name);
+                self.start_fetch(cm, content, spec, source);
+                return;
+            }
+            Err(e) => Err(refusal("InvalidBinding", e.to_string())),
+        };
+        self.settle(cm, content, binding).await;
+    }
+
+    /// Download a remote plugin in its own task; [`Manager::fetched`]
+    /// carries on with it.
+    fn start_fetch(
+        &mut self,
+        cm: ConfigMap,
+        content: u64,
+        spec: BindingSpec,
+        source: PluginSource,
+    ) {
+        let name = cm.name_any();
+        let fetcher = self.fetcher.clone();
+        let tx = self.fetched_tx.clone();
+        tracing::info!(configmap = %name, %source, "fetching plugin");
+        let task = tokio::spawn(async move {
+            let result = match fetcher.fetch(&source, spec.sha256.as_deref()).await {
+                Ok(fetched) => Ok(Binding::fetched(spec, fetched, &source)),
+                Err(e) => Err(Refusal {
+                    reason: "PluginFetchFailed",
+                    message: format!("fetching {source}: {e}"),
+                    transient: e.is_transient(),
+                }),
+            };
+            let _ = tx.send(FetchDone {
+                cm,
+                content,
+                result,
+            });
+        });
+        self.fetching.insert(name, Fetching { content, task });
+    }
+
+    /// A download finished: go on with the version it was for, unless a
+    /// newer one superseded it.
+    async fn fetched(&mut self, done: FetchDone) {
+        let name = done.cm.name_any();
+        if self
+            .fetching
+            .get(&name)
+            .is_none_or(|f| f.content != done.content)
+        {
+            return; // superseded or deleted meanwhile
+        }
+        self.fetching.remove(&name);
+        self.settle(done.cm, done.content, done.result).await;
+        self.shared.metrics.set_active_bindings(self.active.len());
+    }
+
+    /// Put a read (and, if remote, fetched) binding into service, or
+    /// refuse it with a Warning Event while the old version keeps serving.
+    async fn settle(&mut self, cm: ConfigMap, content: u64, binding: Result<Binding, Refusal>) {
+        let name = cm.name_any();
+        let result = match binding {
+            Ok(binding) => self.try_upsert(&cm, binding, content).await,
+            Err(refused) => Err(refused),
+        };
+        match result {
             Ok(()) => {
                 self.refused.remove(&name);
             }
@@ -253,10 +357,13 @@ impl Manager {
         }
     }
 
-    async fn try_upsert(&mut self, cm: &ConfigMap, content: u64) -> Result<(), Refusal> {
+    async fn try_upsert(
+        &mut self,
+        cm: &ConfigMap,
+        binding: Binding,
+        content: u64,
+    ) -> Result<(), Refusal> {
         let cm_name = cm.name_any();
-        let binding =
-            binding::from_config_map(cm).map_err(|e| refusal("InvalidBinding", e.to_string()))?;
         let spec = Arc::new(binding.spec.clone());
         for (other, active) in &self.active {
             if *other == cm_name {
@@ -307,13 +414,19 @@ impl Manager {
             .metrics
             .record_plugin_load(&spec.name, true, swapped);
         tracing::info!(configmap = %cm_name, binding = %spec.name, digest = %plugin.digest(), "plugin in service");
-        self.annotate(&cm_name, plugin.digest()).await;
+        self.annotate(&cm_name, plugin.digest(), binding.source.as_deref())
+            .await;
+        let from = binding
+            .source
+            .as_deref()
+            .map(|s| format!(" from {s}"))
+            .unwrap_or_default();
         self.event(
             cm,
             EventType::Normal,
             "PluginLoaded",
             &format!(
-                "plugin sha256:{} in service for {}",
+                "plugin sha256:{}{from} in service for {}",
                 plugin.digest(),
                 spec.parent
             ),
@@ -345,6 +458,9 @@ impl Manager {
 
     async fn remove_inner(&mut self, cm_name: &str) {
         self.refused.remove(cm_name);
+        if let Some(fetch) = self.fetching.remove(cm_name) {
+            fetch.task.abort();
+        }
         if let Some(active) = self.active.remove(cm_name) {
             tracing::info!(configmap = cm_name, binding = %active.spec.name, "binding deleted; its parents are no longer reconciled (nothing is deleted)");
             stop(active).await;
@@ -368,10 +484,13 @@ impl Manager {
         futures::future::join_all(all.into_iter().map(stop)).await;
     }
 
-    async fn annotate(&self, cm_name: &str, digest: &str) {
+    async fn annotate(&self, cm_name: &str, digest: &str, source: Option<&str>) {
         let api: Api<ConfigMap> =
             Api::namespaced(self.client.clone(), &self.shared.options.namespace);
-        let patch = json!({"metadata": {"annotations": {DIGEST_ANNOTATION: digest}}});
+        let mut patch = json!({"metadata": {"annotations": {DIGEST_ANNOTATION: digest}}});
+        if let Some(source) = source {
+            patch["metadata"]["annotations"][SOURCE_ANNOTATION] = json!(source);
+        }
         if let Err(e) = api.patch(cm_name, &PatchParams::apply("gantry").force(), &Patch::Apply(&json!({
             "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": cm_name, "annotations": patch["metadata"]["annotations"]}
         }))).await {

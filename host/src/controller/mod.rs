@@ -60,6 +60,8 @@ pub struct OperatorOptions {
     pub readiness: Arc<Readiness>,
     /// Admission policies in service, for bindings' `guardrailPolicies`.
     pub policies: crate::policy::Policies,
+    /// How remote plugins (`source: {url|oci}`) are downloaded and cached.
+    pub plugin_sources: crate::source::FetchSettings,
 }
 
 impl Default for OperatorOptions {
@@ -75,6 +77,7 @@ impl Default for OperatorOptions {
             leading: None,
             readiness: Arc::default(),
             policies: crate::policy::Policies::default(),
+            plugin_sources: crate::source::FetchSettings::default(),
         }
     }
 }

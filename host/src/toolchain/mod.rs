@@ -5,11 +5,15 @@
 //! - [`rust`]: `cargo build --target wasm32-wasip2` (the guest SDK).
 //! - [`js`]: JavaScript through jco / componentize-js.
 //! - [`python`]: Python through componentize-py.
+//! - [`c`]: C through clang's wasm32 target, wasi-libc and wit-bindgen.
+//! - [`scaffold`]: `gantry plugin new`, a working project in each language.
 
+pub mod c;
 mod cache;
 pub mod js;
 pub mod python;
 pub mod rust;
+pub mod scaffold;
 
 pub use rust::{
     BuildOptions, WASM_TARGET, build_plugin, build_workspace_plugins, ensure_wasm_target,
@@ -27,6 +31,8 @@ pub enum Language {
     JavaScript,
     /// `pyproject.toml` or `app.py`
     Python,
+    /// `.c` files
+    C,
 }
 
 /// Detect the plugin language of the source directory `dir`.
@@ -37,9 +43,11 @@ pub fn detect(dir: &Path) -> anyhow::Result<Language> {
         Ok(Language::JavaScript)
     } else if dir.join("pyproject.toml").exists() || dir.join("app.py").exists() {
         Ok(Language::Python)
+    } else if c::is_c_plugin(dir) {
+        Ok(Language::C)
     } else {
         anyhow::bail!(
-            "{} has no Cargo.toml, package.json, pyproject.toml or app.py: which language is it?",
+            "{} has no Cargo.toml, package.json, pyproject.toml, app.py or .c files: which language is it?",
             dir.display()
         )
     }
@@ -55,5 +63,6 @@ pub fn build_any(path: &Path, rust_options: &BuildOptions) -> anyhow::Result<Pat
         Language::Rust => build_plugin(path, rust_options),
         Language::JavaScript => js::build_plugin(path),
         Language::Python => python::build_plugin(path),
+        Language::C => c::build_plugin(path),
     }
 }

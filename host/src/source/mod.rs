@@ -1,0 +1,37 @@
+//! Plugin sources: where a binding's component comes from when it is too
+//! large for a ConfigMap (1 MiB), and how it is fetched.
+//!
+//! - [`spec`]: the `source` field of `binding.yaml` (`url:` or `oci:`),
+//!   checked strictly: plain HTTP only to loopback hosts or with
+//!   `insecure: true`, and a sha256 pin for URLs.
+//! - [`fetch`]: [`Fetcher`] downloads with timeouts, a size cap while
+//!   streaming, retries with exponential backoff and jitter, and verifies
+//!   the digest before anything is used.
+//! - [`cache`]: the on-disk cache, `<root>/sha256/<hex>`, written
+//!   atomically and verified on every read.
+//! - [`http`] and [`oci`]: the two transports. OCI artifacts follow the
+//!   CNCF Wasm OCI artifact layout: config `application/vnd.wasm.config.v0+json`
+//!   and one `application/wasm` layer.
+//!
+//! Fetching is async and never blocks the executor: hashing and file I/O
+//! run on the blocking pool.
+
+pub mod cache;
+pub mod fetch;
+pub mod http;
+pub mod oci;
+pub mod spec;
+
+pub use cache::DigestCache;
+pub use fetch::{FetchError, FetchSettings, Fetched, Fetcher};
+pub use spec::{PluginSource, SourceSpec};
+
+/// Make rustls use the ring provider (as kube does) for the HTTP and OCI
+/// clients, which are built without a provider of their own.
+pub fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Err: a provider is already installed (by us or the embedder); fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}

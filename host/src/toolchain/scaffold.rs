@@ -1,0 +1,286 @@
+//! `gantry plugin new`: a working plugin project in Rust, JavaScript,
+//! Python or C, from the templates in `host/templates/` (embedded in the
+//! binary).
+//!
+//! Every project has the contract (`wit/gantry.wit`), a sample parent and
+//! config (`examples/`), the answer they should get (`expected.yaml`), a
+//! test (`test.sh`: build, `gantry plugin run`, compare), a `binding.yaml`
+//! and a README. The sample plugin greets: a parent with `spec.who` wants a
+//! ConfigMap `<name>-greeting`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+use super::Language;
+use super::js::{COMPONENTIZE_JS_VERSION, JCO_VERSION};
+use super::python::COMPONENTIZE_PY_VERSION;
+
+/// One file of a template: path in the project, contents, executable.
+type TemplateFile = (&'static str, &'static str, bool);
+
+const WIT: &str = include_str!("../../../wit/gantry.wit");
+
+const COMMON: &[TemplateFile] = &[
+    (
+        "README.md",
+        include_str!("../../templates/common/README.md"),
+        false,
+    ),
+    (
+        "binding.yaml",
+        include_str!("../../templates/common/binding.yaml"),
+        false,
+    ),
+    (
+        "examples/parent.yaml",
+        include_str!("../../templates/common/parent.yaml"),
+        false,
+    ),
+    (
+        "examples/config.yaml",
+        include_str!("../../templates/common/config.yaml"),
+        false,
+    ),
+    (
+        "expected.yaml",
+        include_str!("../../templates/common/expected.yaml"),
+        false,
+    ),
+    (
+        "test.sh",
+        include_str!("../../templates/common/test.sh"),
+        true,
+    ),
+    (
+        ".gitignore",
+        include_str!("../../templates/common/gitignore"),
+        false,
+    ),
+    ("wit/gantry.wit", WIT, false),
+];
+
+const RUST: &[TemplateFile] = &[
+    (
+        "Cargo.toml",
+        include_str!("../../templates/rust/Cargo.toml"),
+        false,
+    ),
+    (
+        "src/lib.rs",
+        include_str!("../../templates/rust/src/lib.rs"),
+        false,
+    ),
+];
+
+const JS: &[TemplateFile] = &[
+    (
+        "package.json",
+        include_str!("../../templates/js/package.json"),
+        false,
+    ),
+    ("app.js", include_str!("../../templates/js/app.js"), false),
+];
+
+const PYTHON: &[TemplateFile] = &[
+    (
+        "pyproject.toml",
+        include_str!("../../templates/python/pyproject.toml"),
+        false,
+    ),
+    (
+        "app.py",
+        include_str!("../../templates/python/app.py"),
+        false,
+    ),
+];
+
+const C: &[TemplateFile] = &[
+    (
+        "plugin.c",
+        include_str!("../../templates/c/plugin.c"),
+        false,
+    ),
+    (
+        "json.c",
+        include_str!("../../../plugins/memcached-c/json.c"),
+        false,
+    ),
+    (
+        "json.h",
+        include_str!("../../../plugins/memcached-c/json.h"),
+        false,
+    ),
+];
+
+const RUST_NOTES: &str = "
+## Rust notes
+
+`gantry-sdk` comes by path from the Gantry source tree this project was made
+with (`Cargo.toml`); point it elsewhere if you move that tree. `cargo test`
+runs the plugin natively; `gantry plugin build .` builds the component for
+`wasm32-wasip2` (the `[profile.release]` here keeps it small). The SDK
+embeds the contract: `wit/gantry.wit` is here to read.
+";
+
+const JS_NOTES: &str = "
+## JavaScript notes
+
+One ES module (`main` in `package.json`), built by componentize-js and jco at
+the versions pinned in `devDependencies`; Gantry installs them once into
+`~/.cache/gantry/toolchains/js/`. Needs Node.js 20+ and npm. No runtime
+`dependencies`: bundle them into the module first. The component embeds
+SpiderMonkey: about 12 MB, too large for a ConfigMap, so bind it from an OCI
+registry or a URL. `record` fields are camelCase (`conditionType`), enums
+are lowercase strings (`'true'`), `option`s are `undefined`, and a thrown
+object `{reason, message, retryable}` is the `plugin-error`.
+";
+
+const PYTHON_NOTES: &str = "
+## Python notes
+
+`app.py` is built by componentize-py at the version pinned in
+`pyproject.toml`; Gantry installs it once into a private venv under
+`~/.cache/gantry/toolchains/python/`. Needs Python 3.11+. `wit_world` is
+generated from `wit/gantry.wit` at build time. Pure-Python dependencies
+can sit beside `app.py`. The component embeds CPython: about 18 MB, too
+large for a ConfigMap, so bind it from an OCI registry or a URL. Raise
+`Err(PluginError(message, reason, retryable))` to fail a reconcile.
+";
+
+const C_NOTES: &str = "
+## C notes
+
+Built with clang's wasm32 target and wasi-libc (Debian: `apt-get install
+clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32`); the bindings
+(`reconciler.h`) are generated at build time by wit-bindgen's C generator,
+which Gantry `cargo install`s once into `~/.cache/gantry/toolchains/c/`, and
+`wasm-component-ld` from Rust's `wasm32-wasip2` target makes the component.
+Every `.c` file here is compiled. `json.c` is a small JSON reader and
+writer; each call runs in a fresh instance, so nothing needs freeing.
+";
+
+/// Whether `name` can name a plugin: a DNS label (it becomes the binding's
+/// name), not starting with a digit (it becomes a package name).
+pub fn valid_name(name: &str) -> bool {
+    crate::controller::binding::is_dns_label(name)
+        && name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+}
+
+/// Where `gantry-sdk` is in this source tree, if it is there.
+pub fn default_sdk_path() -> Option<PathBuf> {
+    let path = super::source_workspace_root().join("guest-sdk");
+    path.join("Cargo.toml").is_file().then_some(path)
+}
+
+/// Write a new `language` plugin project `name` into `dir` (which must be
+/// missing or empty). `sdk`: the `gantry-sdk` directory for Rust projects.
+/// Returns the files written.
+pub fn new_plugin(
+    language: Language,
+    name: &str,
+    dir: &Path,
+    sdk: Option<&Path>,
+) -> anyhow::Result<Vec<PathBuf>> {
+    if !valid_name(name) {
+        bail!(
+            "{name:?} cannot name a plugin: use lowercase letters, digits and '-', starting with a letter (at most 63)"
+        );
+    }
+    if dir.exists()
+        && dir
+            .read_dir()
+            .with_context(|| format!("reading {}", dir.display()))?
+            .next()
+            .is_some()
+    {
+        bail!("{} exists and is not empty", dir.display());
+    }
+    let (files, lang, notes) = match language {
+        Language::Rust => (RUST, "Rust", RUST_NOTES),
+        Language::JavaScript => (JS, "JavaScript", JS_NOTES),
+        Language::Python => (PYTHON, "Python", PYTHON_NOTES),
+        Language::C => (C, "C", C_NOTES),
+    };
+    let sdk = match (language, sdk) {
+        (Language::Rust, Some(sdk)) => sdk
+            .canonicalize()
+            .with_context(|| format!("gantry-sdk at {}", sdk.display()))?,
+        (Language::Rust, None) => default_sdk_path().context(
+            "the Gantry source tree is not where this gantry was built; pass --sdk PATH/TO/guest-sdk",
+        )?,
+        _ => PathBuf::new(),
+    };
+    let sdk = sdk.to_string_lossy().replace('\\', "/");
+    let fill = |text: &str| {
+        text.replace("__NAME__", name)
+            .replace("__LANG_NOTES__", notes)
+            .replace("__LANG__", lang)
+            .replace("__SDK_PATH__", &sdk)
+            .replace("__COMPONENTIZE_JS__", COMPONENTIZE_JS_VERSION)
+            .replace("__JCO__", JCO_VERSION)
+            .replace("__COMPONENTIZE_PY__", COMPONENTIZE_PY_VERSION)
+    };
+    let mut written = Vec::new();
+    for (path, text, executable) in COMMON.iter().chain(files) {
+        let target = dir.join(path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&target, fill(text))
+            .with_context(|| format!("writing {}", target.display()))?;
+        if *executable {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))?;
+        }
+        written.push(target);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_a_project_per_language_and_refuses_bad_names_and_full_dirs() {
+        let root = tempfile::tempdir().unwrap();
+        for (language, marker) in [
+            (Language::Rust, "Cargo.toml"),
+            (Language::JavaScript, "package.json"),
+            (Language::Python, "app.py"),
+            (Language::C, "plugin.c"),
+        ] {
+            let dir = root.path().join(format!("{language:?}"));
+            let files = new_plugin(language, "hello", &dir, None).unwrap();
+            assert!(files.contains(&dir.join(marker)));
+            assert_eq!(super::super::detect(&dir).unwrap(), language);
+            for file in &files {
+                let text = std::fs::read_to_string(file).unwrap();
+                for placeholder in [
+                    "__NAME__",
+                    "__LANG",
+                    "__SDK_PATH__",
+                    "__COMPONENTIZE",
+                    "__JCO__",
+                ] {
+                    assert!(
+                        !text.contains(placeholder),
+                        "{} has {placeholder}",
+                        file.display()
+                    );
+                }
+            }
+            assert!(
+                new_plugin(language, "hello", &dir, None).is_err(),
+                "not empty"
+            );
+        }
+        let cargo = std::fs::read_to_string(root.path().join("Rust/Cargo.toml")).unwrap();
+        assert!(cargo.contains("guest-sdk"), "{cargo}");
+        for bad in ["Hello", "1hello", "hello_world", ""] {
+            assert!(new_plugin(Language::Rust, bad, &root.path().join("x"), None).is_err());
+        }
+    }
+}
