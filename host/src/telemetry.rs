@@ -117,6 +117,9 @@ mod otlp {
     /// A tracer provider exporting in batches to `endpoint` (the base URL;
     /// spans go to `/v1/traces`).
     pub fn provider(endpoint: &str) -> anyhow::Result<SdkTracerProvider> {
+        // The exporter's HTTP client is reqwest built without a TLS
+        // provider of its own (shared with the plugin sources).
+        crate::source::install_crypto_provider();
         let url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()

@@ -309,8 +309,14 @@ async fn otlp_exports_one_trace_per_reconcile() {
     gantry::dev::apply_object(&client, &memcached("traced"))
         .await
         .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let (reconcile, trace) = wait_for("a reconcile trace with its children", async || {
         let spans = spans.lock().unwrap().clone();
+        if std::time::Instant::now() + std::time::Duration::from_millis(300) > deadline {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(20).collect();
+            panic!("spans received: {spans:?}\nlog tail:\n{}", tail.join("\n"));
+        }
         spans
             .iter()
             .filter(|(name, ..)| name == "reconcile")
