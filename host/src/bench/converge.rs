@@ -238,94 +238,72 @@ pub async fn run(plan: &ConvergePlan, progress: impl Fn(&str)) -> anyhow::Result
         Api::namespaced_with(driver.clone(), NAMESPACE, &fanout_resource());
     let children = (plan.parents as f64) * f64::from(plan.children_per_parent);
     let reconciles = || metrics.binding("fanout").reconciles;
+    // Where the counters stood when a phase began.
+    let mark = || (Instant::now(), writes.load(Ordering::Relaxed), reconciles());
+    let phase = |name: &str, (started, writes_before, reconciles_before): (Instant, u64, u64)| {
+        let phase_writes = writes.load(Ordering::Relaxed) - writes_before;
+        Phase {
+            name: name.into(),
+            seconds: started.elapsed().as_secs_f64(),
+            writes: phase_writes,
+            writes_per_child: phase_writes as f64 / children,
+            reconciles: reconciles() - reconciles_before,
+        }
+    };
     let mut phases = Vec::new();
 
     // Phase 1: create and converge.
     progress(&format!("creating {} parents", plan.parents));
-    let started = Instant::now();
-    let (writes_before, reconciles_before) = (writes.load(Ordering::Relaxed), reconciles());
-    futures::stream::iter(0..plan.parents)
-        .map(|i| {
-            let parents = parents.clone();
-            async move {
-                let parent = json!({"apiVersion": "bench.gantry.dev/v1", "kind": "Fanout",
-                    "metadata": {"name": format!("p-{i:05}"), "namespace": NAMESPACE},
-                    "spec": {"value": "v1"}});
-                parents
-                    .patch(
-                        &format!("p-{i:05}"),
-                        &PatchParams::apply("gantry-bench").force(),
-                        &Patch::Apply(&parent),
-                    )
-                    .await
-                    .map(|_| ())
-            }
-        })
-        .buffer_unordered(32)
-        .try_collect::<()>()
-        .await?;
-    let create_seconds = started.elapsed().as_secs_f64();
+    let start = mark();
+    every_parent(plan.parents, |name| {
+        let parent = json!({"apiVersion": "bench.gantry.dev/v1", "kind": "Fanout",
+            "metadata": {"name": name, "namespace": NAMESPACE}, "spec": {"value": "v1"}});
+        let parents = parents.clone();
+        async move {
+            parents
+                .patch(
+                    &name,
+                    &PatchParams::apply("gantry-bench").force(),
+                    &Patch::Apply(&parent),
+                )
+                .await
+        }
+    })
+    .await?;
+    let create_seconds = start.0.elapsed().as_secs_f64();
     progress(&format!("created in {create_seconds:.1}s; converging"));
     let mut timeline = Vec::new();
-    wait_until(plan, &parents, "v1", started, &mut timeline, &progress).await?;
-    phases.push(Phase {
-        name: "converge".into(),
-        seconds: started.elapsed().as_secs_f64(),
-        writes: writes.load(Ordering::Relaxed) - writes_before,
-        writes_per_child: (writes.load(Ordering::Relaxed) - writes_before) as f64 / children,
-        reconciles: reconciles() - reconciles_before,
-    });
+    wait_until(plan, &parents, "v1", start.0, &mut timeline, &progress).await?;
+    phases.push(phase("converge", start));
 
     // Phase 2: a resync of every parent with nothing changed.
     progress("waiting for a resync of every parent");
-    let started = Instant::now();
-    let (writes_before, reconciles_before) = (writes.load(Ordering::Relaxed), reconciles());
-    while reconciles() < reconciles_before + plan.parents as u64 {
+    let start = mark();
+    while reconciles() < start.2 + plan.parents as u64 {
         anyhow::ensure!(
-            started.elapsed() < plan.phase_timeout + plan.resync,
+            start.0.elapsed() < plan.phase_timeout + plan.resync,
             "no full resync within {:?}",
             plan.phase_timeout + plan.resync
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    phases.push(Phase {
-        name: "resync".into(),
-        seconds: started.elapsed().as_secs_f64(),
-        writes: writes.load(Ordering::Relaxed) - writes_before,
-        writes_per_child: (writes.load(Ordering::Relaxed) - writes_before) as f64 / children,
-        reconciles: reconciles() - reconciles_before,
-    });
+    phases.push(phase("resync", start));
 
     // Phase 3: change every parent's spec.
     progress("changing every parent's spec");
-    let started = Instant::now();
-    let (writes_before, reconciles_before) = (writes.load(Ordering::Relaxed), reconciles());
-    futures::stream::iter(0..plan.parents)
-        .map(|i| {
-            let parents = parents.clone();
-            async move {
-                let patch = json!({"spec": {"value": "v2"}});
-                parents
-                    .patch(
-                        &format!("p-{i:05}"),
-                        &PatchParams::default(),
-                        &Patch::Merge(&patch),
-                    )
-                    .await
-                    .map(|_| ())
-            }
-        })
-        .buffer_unordered(32)
-        .try_collect::<()>()
-        .await?;
-    wait_until(plan, &parents, "v2", started, &mut Vec::new(), &progress).await?;
-    phases.push(Phase {
-        name: "spec-change".into(),
-        seconds: started.elapsed().as_secs_f64(),
-        writes: writes.load(Ordering::Relaxed) - writes_before,
-        writes_per_child: (writes.load(Ordering::Relaxed) - writes_before) as f64 / children,
-        reconciles: reconciles() - reconciles_before,
-    });
+    let start = mark();
+    every_parent(plan.parents, |name| {
+        let parents = parents.clone();
+        async move {
+            let patch = json!({"spec": {"value": "v2"}});
+            parents
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+        }
+    })
+    .await?;
+    wait_until(plan, &parents, "v2", start.0, &mut Vec::new(), &progress).await?;
+    phases.push(phase("spec-change", start));
 
     let _ = stop_tx.send(());
     operator.await??;
@@ -341,6 +319,19 @@ pub async fn run(plan: &ConvergePlan, progress: impl Fn(&str)) -> anyhow::Result
         apiserver_peak_rss,
         timeline,
     })
+}
+
+/// Run `write` for each parent name, 32 at a time.
+async fn every_parent<F, Fut, T>(parents: usize, write: F) -> kube::Result<()>
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = kube::Result<T>>,
+{
+    futures::stream::iter((0..parents).map(|i| format!("p-{i:05}")))
+        .map(write)
+        .buffer_unordered(32)
+        .try_for_each(|_| std::future::ready(Ok(())))
+        .await
 }
 
 /// Poll until every parent has converged on `value`, recording progress.
