@@ -111,7 +111,13 @@ pub struct Rule {
     pub api_versions: Vec<String>,
     /// Resources by plural name, with `/subresource` for subresources
     /// (`pods`, `deployments/scale`, `pods/*`, `*`).
+    #[serde(default)]
     pub resources: Vec<String>,
+    /// Kinds instead of resources (`Pod`, `Deployment/scale`): resolved to
+    /// resources by discovery when the policy is loaded (see
+    /// [`resolve_kinds`]). Webhook configurations carry the resources.
+    #[serde(default, skip_serializing)]
+    pub kinds: Vec<String>,
     /// Operations.
     pub operations: Vec<Operation>,
     /// `Cluster`, `Namespaced` or `*` (the default).
@@ -322,11 +328,30 @@ pub fn parse_spec(text: &str) -> Result<PolicySpec, PolicyBindingError> {
         for (name, list) in [
             ("apiGroups", &rule.api_groups),
             ("apiVersions", &rule.api_versions),
-            ("resources", &rule.resources),
         ] {
             if list.is_empty() {
                 return Err(field(&format!("rules[{i}].{name}"), "must not be empty"));
             }
+        }
+        match (rule.resources.is_empty(), rule.kinds.is_empty()) {
+            (true, true) => {
+                return Err(field(&format!("rules[{i}]"), "needs resources or kinds"));
+            }
+            (false, false) => {
+                return Err(field(
+                    &format!("rules[{i}]"),
+                    "has both resources and kinds; name one",
+                ));
+            }
+            _ => {}
+        }
+        if let Some(bad) = rule.kinds.iter().find(|k| {
+            k.is_empty() || k.matches('/').count() > 1 || k.starts_with('/') || k.contains('*')
+        }) {
+            return Err(field(
+                &format!("rules[{i}].kinds"),
+                format!("{bad:?} is not `Kind` or `Kind/subresource`"),
+            ));
         }
         if rule.operations.is_empty() {
             return Err(field(
@@ -394,6 +419,54 @@ pub struct PolicyBinding {
     pub plugin: Vec<u8>,
     /// sha256 of `plugin`.
     pub digest: String,
+}
+
+/// Fill the `resources` of rules that name `kinds`, from discovery: every
+/// served resource of that kind in the rule's groups and versions. A kind
+/// that nothing serves is an error naming the rule.
+pub async fn resolve_kinds(client: &kube::Client, rules: &mut [Rule]) -> Result<(), String> {
+    if rules.iter().all(|r| r.kinds.is_empty()) {
+        return Ok(());
+    }
+    let discovery = kube::Discovery::new(client.clone())
+        .run()
+        .await
+        .map_err(|e| format!("discovering the served kinds: {e}"))?;
+    for (i, rule) in rules.iter_mut().enumerate() {
+        let mut resources = std::collections::BTreeSet::new();
+        for kind in &rule.kinds {
+            let (kind_name, subresource) = match kind.split_once('/') {
+                Some((k, sub)) => (k, Some(sub)),
+                None => (kind.as_str(), None),
+            };
+            let plurals: Vec<String> = discovery
+                .groups()
+                .filter(|g| matches_list(&rule.api_groups, g.name()))
+                .flat_map(|g| {
+                    g.versions()
+                        .filter(|v| matches_list(&rule.api_versions, v))
+                        .flat_map(|v| g.versioned_resources(v))
+                        .collect::<Vec<_>>()
+                })
+                .filter(|(resource, _)| resource.kind == kind_name)
+                .map(|(resource, _)| resource.plural)
+                .collect();
+            if plurals.is_empty() {
+                return Err(format!(
+                    "rules[{i}].kinds: {kind_name} is not served in groups {:?}, versions {:?}",
+                    rule.api_groups, rule.api_versions
+                ));
+            }
+            for plural in plurals {
+                resources.insert(match subresource {
+                    Some(sub) => format!("{plural}/{sub}"),
+                    None => plural,
+                });
+            }
+        }
+        rule.resources = resources.into_iter().collect();
+    }
+    Ok(())
 }
 
 /// Read a policy binding from its ConfigMap: spec, plugin bytes, pin.
@@ -465,6 +538,24 @@ mod tests {
                 "rules[0].resources",
             ),
             ("name: x\nrules: []\n".to_string(), "at least one rule"),
+            (
+                SPEC.replace(
+                    "resources: [deployments, deployments/scale]",
+                    "resources: []",
+                ),
+                "needs resources or kinds",
+            ),
+            (
+                SPEC.replace("resources:", "kinds: [Deployment], resources:"),
+                "has both resources and kinds",
+            ),
+            (
+                SPEC.replace(
+                    "resources: [deployments, deployments/scale]",
+                    "kinds: ['*']",
+                ),
+                "rules[0].kinds",
+            ),
             (format!("{SPEC}timeoutSeconds: 31\n"), "timeoutSeconds"),
             (
                 format!("{SPEC}timeoutSeconds: 1\nlimits: {{deadlineMs: 1000}}\n"),

@@ -35,6 +35,7 @@ pub async fn run_policy_manager(
     };
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let mut manager = Manager {
+        client: client.clone(),
         api: api.clone(),
         runtime,
         policies,
@@ -87,6 +88,7 @@ struct Active {
 }
 
 struct Manager {
+    client: Client,
     api: Api<ConfigMap>,
     runtime: Runtime,
     policies: Policies,
@@ -163,8 +165,11 @@ impl Manager {
 
     async fn try_upsert(&mut self, cm: &ConfigMap, content: u64) -> Result<(), Refusal> {
         let cm_name = cm.name_any();
-        let binding =
+        let mut binding =
             binding::from_config_map(cm).map_err(|e| refusal("InvalidPolicy", e.to_string()))?;
+        binding::resolve_kinds(&self.client, &mut binding.spec.rules)
+            .await
+            .map_err(|message| refusal("InvalidPolicy", message))?;
         let name = binding.spec.name.clone();
         if let Some((other, _)) = self
             .active
