@@ -302,5 +302,13 @@ async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator() {
         annotations(env.binding("memcached-js").await)["gantry.dev/plugin-digest"],
         js_digest
     );
+    // Both downloads of the JS plugin are counted, the refused one as failed.
+    let metrics = env.metrics.render();
+    for line in [
+        "gantry_plugin_fetches_total{binding=\"memcached-js\",outcome=\"ok\"} 1",
+        "gantry_plugin_fetches_total{binding=\"memcached-js\",outcome=\"failed\"} 1",
+    ] {
+        assert!(metrics.contains(line), "missing {line:?} in\n{metrics}");
+    }
     env.stop().await;
 }

@@ -237,8 +237,12 @@ impl Manager {
         let fetcher = self.fetcher.clone();
         let tx = self.fetched_tx.clone();
         tracing::info!(configmap = %name, %source, "fetching plugin");
+        let metrics = self.shared.metrics.clone();
         let task = tokio::spawn(async move {
-            let result = match fetcher.fetch(&source, spec.sha256.as_deref()).await {
+            let started = std::time::Instant::now();
+            let fetched = fetcher.fetch(&source, spec.sha256.as_deref()).await;
+            metrics.record_fetch(&spec.name, fetched.is_ok(), started.elapsed());
+            let result = match fetched {
                 Ok(fetched) => Ok(Binding::fetched(spec, fetched, &source)),
                 Err(e) => Err(Refusal {
                     reason: "PluginFetchFailed",

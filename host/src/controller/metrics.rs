@@ -29,6 +29,18 @@ struct KindLabels {
     kind: String,
 }
 
+/// Label set of per-binding metrics with an outcome (`ok`, `failed`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    binding: String,
+    outcome: String,
+}
+
+fn fetch_histogram() -> Histogram {
+    // 1 ms .. ~65 s (retries with backoff included).
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
 /// Label set of plugin-call latency: one series per plugin version.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PluginLabels {
@@ -86,6 +98,8 @@ pub struct Metrics {
     plugin_loads: Family<BindingLabel, Counter>,
     plugin_swaps: Family<BindingLabel, Counter>,
     plugin_load_failures: Family<BindingLabel, Counter>,
+    fetches: Family<OutcomeLabels, Counter>,
+    fetch_duration: Histograms<BindingLabel>,
     queue_depth: Family<BindingLabel, Gauge>,
     in_flight: Family<BindingLabel, Gauge>,
     ready: Gauge,
@@ -111,6 +125,8 @@ impl Default for Metrics {
             plugin_loads: Family::default(),
             plugin_swaps: Family::default(),
             plugin_load_failures: Family::default(),
+            fetches: Family::default(),
+            fetch_duration: Family::new_with_constructor(fetch_histogram),
             queue_depth: Family::default(),
             in_flight: Family::default(),
             ready: Gauge::default(),
@@ -173,6 +189,16 @@ impl Default for Metrics {
             "plugin_load_failures",
             "Plugin versions refused (the one in service kept serving)",
             m.plugin_load_failures.clone(),
+        );
+        r.register(
+            "plugin_fetches",
+            "Downloads of remote plugins (URL or OCI), by outcome",
+            m.fetches.clone(),
+        );
+        r.register(
+            "plugin_fetch_duration_seconds",
+            "Time of one remote plugin download, retries included",
+            m.fetch_duration.clone(),
         );
         r.register(
             "reconcile_queue_depth",
@@ -354,6 +380,19 @@ impl Metrics {
         let _ = self.in_flight.get_or_create(label);
     }
 
+    /// A remote plugin download ended (`ok` or not) after `took`.
+    pub fn record_fetch(&self, binding: &str, ok: bool, took: Duration) {
+        self.fetches
+            .get_or_create(&OutcomeLabels {
+                binding: binding.to_string(),
+                outcome: if ok { "ok" } else { "failed" }.to_string(),
+            })
+            .inc();
+        self.fetch_duration
+            .get_or_create(&label(binding))
+            .observe(took.as_secs_f64());
+    }
+
     /// A copy of one binding's counters.
     pub fn binding(&self, binding: &str) -> BindingCounters {
         let label = label(binding);
@@ -407,6 +446,7 @@ mod tests {
         let queued = metrics.queued("memcached");
         metrics.set_ready(true);
         metrics.record_plugin_load("fresh", true, false);
+        metrics.record_fetch("memcached", false, Duration::from_millis(40));
         let text = metrics.render();
         for line in [
             "gantry_reconciles_total{binding=\"memcached\"} 2",
@@ -423,6 +463,8 @@ mod tests {
             "gantry_plugin_load_failures_total{binding=\"memcached\"} 1",
             "gantry_reconcile_queue_depth{binding=\"memcached\"} 1",
             "gantry_ready 1",
+            "gantry_plugin_fetches_total{binding=\"memcached\",outcome=\"failed\"} 1",
+            "gantry_plugin_fetch_duration_seconds_count{binding=\"memcached\"} 1",
             // A binding's series exist from its load on.
             "gantry_reconciles_total{binding=\"fresh\"} 0",
             "gantry_prunes_total{binding=\"fresh\"} 0",
