@@ -333,6 +333,7 @@ async fn operate(
         },
     )
     .await?;
+    options.readiness.set_policies(options.policies.clone());
     let result = tokio::select! {
         result = run_operator(client, runtime, options, metrics, shutdown_signal()) => result,
         () = leadership => Err(anyhow::anyhow!(

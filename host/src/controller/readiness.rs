@@ -1,5 +1,6 @@
-//! What `/readyz` reports: the initial bindings are processed, the watch
-//! caches of every binding in service have synced, and this replica's role.
+//! What `/readyz` reports: the initial bindings (and admission policies)
+//! are processed, the watch caches of every binding in service have synced,
+//! and this replica's role.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +16,7 @@ pub struct Readiness {
     loaded: AtomicBool,
     bindings: Mutex<BTreeMap<String, Arc<BindingContext>>>,
     leading: Mutex<Option<watch::Receiver<bool>>>,
+    policies: Mutex<Option<crate::policy::Policies>>,
 }
 
 impl std::fmt::Debug for Readiness {
@@ -42,6 +44,12 @@ impl Readiness {
         *self.leading.lock().unwrap() = leading;
     }
 
+    /// The admission policies this replica serves: it is not ready before
+    /// the policy bindings found at start are loaded.
+    pub fn set_policies(&self, policies: crate::policy::Policies) {
+        *self.policies.lock().unwrap() = Some(policies);
+    }
+
     /// `leader`, `follower`, or `standalone` without leader election.
     pub fn role(&self) -> &'static str {
         match &*self.leading.lock().unwrap() {
@@ -55,6 +63,15 @@ impl Readiness {
     pub fn report(&self) -> (bool, String) {
         if !self.loaded.load(Ordering::SeqCst) {
             return (false, "bindings not loaded yet".into());
+        }
+        if self
+            .policies
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|p| !p.is_loaded())
+        {
+            return (false, "admission policies not loaded yet".into());
         }
         let bindings = self.bindings.lock().unwrap();
         let unsynced: Vec<&str> = bindings
@@ -76,5 +93,36 @@ impl Readiness {
                 self.role()
             ),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_once_bindings_and_policies_are_loaded_naming_the_role() {
+        let readiness = Readiness::default();
+        assert_eq!(
+            readiness.report(),
+            (false, "bindings not loaded yet".to_string())
+        );
+        readiness.set_loaded(true);
+        let policies = crate::policy::Policies::default();
+        readiness.set_policies(policies.clone());
+        assert_eq!(
+            readiness.report(),
+            (false, "admission policies not loaded yet".to_string())
+        );
+        policies.mark_loaded();
+        let (_tx, rx) = watch::channel(false);
+        readiness.set_leading(Some(rx));
+        assert_eq!(
+            readiness.report(),
+            (
+                true,
+                "ok: 0 bindings in service, caches synced, follower".to_string()
+            )
+        );
     }
 }

@@ -216,6 +216,11 @@ impl Policies {
         self.inner.loaded.send_replace(true);
     }
 
+    /// Whether the policy bindings found at start are processed.
+    pub fn is_loaded(&self) -> bool {
+        *self.inner.loaded.borrow()
+    }
+
     /// Completes once the policy bindings found at start are processed.
     pub async fn loaded(&self) {
         let mut rx = self.inner.loaded.subscribe();
