@@ -60,6 +60,35 @@ enum Command {
     Bench(bench::BenchCommand),
 }
 
+/// Where the local commands (`plugin run|bench`, `policy run|bench`) cache
+/// compiled plugins.
+#[derive(Debug, clap::Args)]
+pub struct CompileCacheArgs {
+    /// Where compiled plugins are cached (default: the user's cache dir).
+    #[arg(long, env = "GANTRY_CACHE_DIR")]
+    cache_dir: Option<std::path::PathBuf>,
+    /// Compile the plugin without reading or writing the cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+impl CompileCacheArgs {
+    /// A plugin runtime with this compile cache.
+    pub fn runtime(&self) -> anyhow::Result<crate::runtime::Runtime> {
+        let cache_dir = if self.no_cache {
+            None
+        } else {
+            self.cache_dir
+                .clone()
+                .or_else(crate::runtime::default_compile_cache_dir)
+        };
+        crate::runtime::Runtime::new(crate::runtime::RuntimeSettings {
+            cache_dir,
+            ..Default::default()
+        })
+    }
+}
+
 /// Exit codes of the `gantry` command.
 pub mod exit {
     /// The plugin returned an error.

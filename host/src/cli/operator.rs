@@ -136,7 +136,7 @@ pub async fn shutdown_signal() {
 }
 
 fn plugin_runtime() -> anyhow::Result<Runtime> {
-    let cache_dir = user_cache_dir().map(|d| d.join("compiled"));
+    let cache_dir = crate::runtime::default_compile_cache_dir();
     Runtime::new(RuntimeSettings {
         cache_dir,
         ..RuntimeSettings::default()

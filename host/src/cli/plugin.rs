@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::exit;
 use super::input::{read_object, read_objects, read_value};
-use crate::runtime::{CallError, Limits, ReconcilerPlugin, Runtime, RuntimeSettings};
+use crate::runtime::{CallError, Limits, ReconcilerPlugin};
 use crate::toolchain::{self, BuildOptions};
 
 #[derive(Debug, Subcommand)]
@@ -104,12 +104,8 @@ pub struct CallArgs {
     /// Most children a response may list.
     #[arg(long, default_value_t = 1000)]
     max_children: usize,
-    /// Where compiled plugins are cached (default: the user's cache dir).
-    #[arg(long, env = "GANTRY_CACHE_DIR")]
-    cache_dir: Option<PathBuf>,
-    /// Compile the plugin without reading or writing the cache.
-    #[arg(long)]
-    no_cache: bool,
+    #[command(flatten)]
+    cache: super::CompileCacheArgs,
 }
 
 #[derive(Debug, Args)]
@@ -350,18 +346,7 @@ fn component(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
 fn load(args: &CallArgs) -> Result<(std::sync::Arc<ReconcilerPlugin>, Request), ExitCode> {
     let request = args.request().map_err(|e| fail(exit::OTHER, &e))?;
     let (name, bytes) = component(&args.plugin).map_err(|e| fail(exit::OTHER, &e))?;
-    let cache_dir = if args.no_cache {
-        None
-    } else {
-        args.cache_dir
-            .clone()
-            .or_else(|| crate::runtime::user_cache_dir().map(|d| d.join("compiled")))
-    };
-    let settings = RuntimeSettings {
-        cache_dir,
-        ..RuntimeSettings::default()
-    };
-    let runtime = Runtime::new(settings).map_err(|e| fail(exit::OTHER, &e))?;
+    let runtime = args.cache.runtime().map_err(|e| fail(exit::OTHER, &e))?;
     let plugin = runtime
         .load_reconciler(&name, &bytes)
         .map_err(|e| fail(exit::LOAD, &e))?;

@@ -15,7 +15,7 @@ use super::exit;
 use super::input::{read_object, read_value};
 use crate::policy::binding::{Mode, PolicySpec, parse_spec};
 use crate::policy::review;
-use crate::runtime::{CallError, Limits, PolicyPlugin, Runtime, RuntimeSettings};
+use crate::runtime::{CallError, Limits, PolicyPlugin};
 use crate::toolchain::{self, BuildOptions};
 
 #[derive(Debug, Subcommand)]
@@ -53,12 +53,8 @@ pub struct CallArgs {
     /// Memory limit in MiB.
     #[arg(long, default_value_t = 64)]
     memory_mib: usize,
-    /// Where compiled plugins are cached (default: the user's cache dir).
-    #[arg(long, env = "GANTRY_CACHE_DIR")]
-    cache_dir: Option<PathBuf>,
-    /// Compile the plugin without reading or writing the cache.
-    #[arg(long)]
-    no_cache: bool,
+    #[command(flatten)]
+    cache: super::CompileCacheArgs,
 }
 
 #[derive(Debug, Args)]
@@ -170,18 +166,7 @@ fn load(args: &CallArgs) -> Result<Loaded, ExitCode> {
     let spec = args
         .spec(&name, settings)
         .map_err(|e| fail(exit::OTHER, &e))?;
-    let cache_dir = if args.no_cache {
-        None
-    } else {
-        args.cache_dir
-            .clone()
-            .or_else(|| crate::runtime::user_cache_dir().map(|d| d.join("compiled")))
-    };
-    let runtime = Runtime::new(RuntimeSettings {
-        cache_dir,
-        ..RuntimeSettings::default()
-    })
-    .map_err(|e| fail(exit::OTHER, &e))?;
+    let runtime = args.cache.runtime().map_err(|e| fail(exit::OTHER, &e))?;
     let plugin = runtime
         .load_policy(&name, &bytes)
         .map_err(|e| fail(exit::LOAD, &e))?;

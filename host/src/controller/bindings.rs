@@ -503,16 +503,7 @@ impl Manager {
     }
 
     async fn event(&self, cm: &ConfigMap, kind: EventType, reason: &str, message: &str) {
-        let event = Event {
-            type_: kind,
-            reason: reason.into(),
-            note: Some(message.chars().take(1024).collect()),
-            action: "LoadPlugin".into(),
-            secondary: None,
-        };
-        if let Err(e) = self.recorder.publish(&event, &cm.object_ref(&())).await {
-            tracing::warn!(error = %e, "could not publish event");
-        }
+        config_map_event(&self.recorder, cm, "LoadPlugin", kind, reason, message).await;
     }
 
     async fn resolve(&self, kind: &KindRef) -> Result<KindInfo, Refusal> {
@@ -680,6 +671,28 @@ impl Manager {
             stop: Some(stop_tx),
             task,
         })
+    }
+}
+
+/// Publish an Event about a binding ConfigMap (a reconcile or a policy
+/// binding); its note is cut to Kubernetes' 1 KiB.
+pub async fn config_map_event(
+    recorder: &Recorder,
+    cm: &ConfigMap,
+    action: &str,
+    kind: EventType,
+    reason: &str,
+    message: &str,
+) {
+    let event = Event {
+        type_: kind,
+        reason: reason.into(),
+        note: Some(message.chars().take(1024).collect()),
+        action: action.into(),
+        secondary: None,
+    };
+    if let Err(e) = recorder.publish(&event, &cm.object_ref(&())).await {
+        tracing::warn!(error = %e, "could not publish event");
     }
 }
 

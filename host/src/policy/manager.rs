@@ -10,9 +10,9 @@ use std::future::Future;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 
 use super::binding::{self, DIGEST_ANNOTATION, POLICY_LABEL, PolicyBinding};
@@ -248,15 +248,14 @@ impl Manager {
     }
 
     async fn event(&self, cm: &ConfigMap, kind: EventType, reason: &str, message: &str) {
-        let event = Event {
-            type_: kind,
-            reason: reason.into(),
-            note: Some(message.chars().take(1024).collect()),
-            action: "LoadPolicy".into(),
-            secondary: None,
-        };
-        if let Err(e) = self.recorder.publish(&event, &cm.object_ref(&())).await {
-            tracing::warn!(error = %e, "could not publish event");
-        }
+        crate::controller::bindings::config_map_event(
+            &self.recorder,
+            cm,
+            "LoadPolicy",
+            kind,
+            reason,
+            message,
+        )
+        .await;
     }
 }

@@ -47,6 +47,11 @@ pub fn user_cache_dir() -> Option<PathBuf> {
     Some(base.join("gantry"))
 }
 
+/// Where compiled plugins are cached by default: `<user cache dir>/compiled`.
+pub fn default_compile_cache_dir() -> Option<PathBuf> {
+    user_cache_dir().map(|d| d.join("compiled"))
+}
+
 /// Shared by all plugins of the process. Cheap to clone.
 #[derive(Clone)]
 pub struct Runtime {
