@@ -35,7 +35,7 @@ use crate::source::{Fetcher, PluginSource};
 
 /// How often bindings that failed for a reason that may pass (a kind not
 /// served yet) are tried again.
-const RETRY_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const RETRY_EVERY: Duration = Duration::from_secs(5);
 /// Run the operator until `shutdown` completes: then stop taking new work,
 /// let in-flight reconciles finish, and return.
 pub async fn run_operator(

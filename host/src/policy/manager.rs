@@ -42,7 +42,9 @@ pub async fn run_policy_manager(
         recorder: Recorder::new(client, reporter),
         active: HashMap::new(),
         refused: HashMap::new(),
+        retry: HashMap::new(),
     };
+    let mut retry = tokio::time::interval(crate::controller::bindings::RETRY_EVERY);
     let mut events = watcher(api, watcher::Config::default().labels(POLICY_LABEL))
         .default_backoff()
         .boxed();
@@ -51,6 +53,7 @@ pub async fn run_policy_manager(
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
+            _ = retry.tick() => manager.retry_refused().await,
             event = events.next() => match event {
                 Some(Ok(watcher::Event::Init)) => initial.clear(),
                 Some(Ok(watcher::Event::InitApply(cm))) => initial.push(cm),
@@ -95,18 +98,23 @@ struct Manager {
     recorder: Recorder,
     active: HashMap<String, Active>,
     refused: HashMap<String, u64>,
+    /// Refused versions whose cause may pass (a kind not served yet).
+    retry: HashMap<String, ConfigMap>,
 }
 
 /// Why a policy version was refused.
 struct Refusal {
     reason: &'static str,
     message: String,
+    /// The cause may pass by itself: try the version again later.
+    transient: bool,
 }
 
 fn refusal(reason: &'static str, message: impl Into<String>) -> Refusal {
     Refusal {
         reason,
         message: message.into(),
+        transient: false,
     }
 }
 
@@ -140,6 +148,7 @@ impl Manager {
         {
             return; // e.g. our own digest annotation
         }
+        self.retry.remove(&cm_name);
         match self.try_upsert(&cm, content).await {
             Ok(()) => {
                 self.refused.remove(&cm_name);
@@ -158,8 +167,20 @@ impl Manager {
                     &format!("{}{serving}", refused.message),
                 )
                 .await;
+                if refused.transient {
+                    self.retry.insert(cm_name.clone(), cm);
+                }
                 self.refused.insert(cm_name, content);
             }
+        }
+    }
+
+    /// Try again the versions refused for a cause that may have passed.
+    async fn retry_refused(&mut self) {
+        let retry: Vec<(String, ConfigMap)> = self.retry.drain().collect();
+        for (cm_name, cm) in retry {
+            self.refused.remove(&cm_name);
+            self.upsert(cm).await;
         }
     }
 
@@ -169,7 +190,11 @@ impl Manager {
             binding::from_config_map(cm).map_err(|e| refusal("InvalidPolicy", e.to_string()))?;
         binding::resolve_kinds(&self.client, &mut binding.spec.rules)
             .await
-            .map_err(|message| refusal("InvalidPolicy", message))?;
+            .map_err(|message| Refusal {
+                reason: "PolicyKindNotServed",
+                message: format!("{message}; tried again every few seconds"),
+                transient: true,
+            })?;
         let name = binding.spec.name.clone();
         if let Some((other, _)) = self
             .active
@@ -223,6 +248,7 @@ impl Manager {
 
     fn remove(&mut self, cm_name: &str) {
         self.refused.remove(cm_name);
+        self.retry.remove(cm_name);
         if let Some(active) = self.active.remove(cm_name) {
             tracing::info!(configmap = cm_name, policy = %active.name, "policy binding deleted; the policy is out of service");
             self.policies.remove(&active.name);
