@@ -9,7 +9,7 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 const PARENTS: usize = 40;
 const CHILDREN: usize = 3;
 
-fn start_apiserver(port: u16, data: &Path, kubeconfig: &Path) -> Child {
+fn start_apiserver(port: u16, data: &Path, kubeconfig: &Path) -> common::Process {
     let _ = std::fs::remove_file(kubeconfig);
     let child = Command::new(env!("CARGO_BIN_EXE_gantry"))
         .args(["apiserver", "--listen", &format!("127.0.0.1:{port}")])
@@ -34,6 +34,7 @@ fn start_apiserver(port: u16, data: &Path, kubeconfig: &Path) -> Child {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
+        .map(common::Process)
         .expect("start gantry apiserver");
     let deadline = Instant::now() + Duration::from_secs(30);
     while !kubeconfig.exists() {

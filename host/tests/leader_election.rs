@@ -3,7 +3,6 @@
 //! parent converges.
 
 use std::path::Path;
-use std::process::Child;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -21,7 +20,7 @@ fn operator(
     log: &Path,
     extra: &[&str],
     rust_log: &str,
-) -> Child {
+) -> common::Process {
     let mut args = vec![
         "--leader-elect",
         "--lease-duration-secs",
@@ -135,7 +134,7 @@ async fn two_shards_split_the_parents() {
     let dir = tempfile::tempdir().unwrap();
     let (server, client, kubeconfig) = cluster(dir.path(), Some("memcached")).await;
     let logs = [dir.path().join("0.log"), dir.path().join("1.log")];
-    let mut children: Vec<Child> = (0..2)
+    let mut children: Vec<common::Process> = (0..2)
         .map(|i| {
             let index = i.to_string();
             let shard = ["--shard-count", "2", "--shard-index", &index];

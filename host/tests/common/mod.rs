@@ -16,6 +16,32 @@ use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
 /// Namespace of the bindings.
 pub const NAMESPACE: &str = "gantry-system";
 
+/// A child process that is killed when dropped, so that a failing test
+/// leaves no `gantry` running behind it.
+pub struct Process(pub Child);
+
+impl std::ops::Deref for Process {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Process {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// Start `gantry run` against `kubeconfig` with `args`, stderr to `log`.
 /// With `stdout`, its stdout is piped (read it with [`endpoints`]).
 pub fn gantry_run(
@@ -24,8 +50,8 @@ pub fn gantry_run(
     args: &[&str],
     env: &[(&str, &str)],
     stdout: bool,
-) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_gantry"))
+) -> Process {
+    let child = Command::new(env!("CARGO_BIN_EXE_gantry"))
         .args(["run", "--kubeconfig"])
         .arg(kubeconfig)
         .args(["--namespace", NAMESPACE])
@@ -38,7 +64,8 @@ pub fn gantry_run(
         })
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
-        .expect("start gantry run")
+        .expect("start gantry run");
+    Process(child)
 }
 
 /// The addresses `gantry run --health-addr 127.0.0.1:0 --metrics-addr
