@@ -266,11 +266,6 @@ impl Metrics {
         self.ready.set(i64::from(ready));
     }
 
-    /// Whether the operator has processed its initial bindings.
-    pub fn is_ready(&self) -> bool {
-        self.ready.get() == 1
-    }
-
     /// Record how many bindings are in service.
     pub fn set_active_bindings(&self, count: usize) {
         self.bindings_active
