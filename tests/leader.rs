@@ -1,11 +1,10 @@
-//! Leader election on the embedded API server: one holder at a time,
+//! Leader election on each API server backend: one holder at a time,
 //! take-over after the holder stops renewing, immediate hand-over on release.
 
 use std::time::Duration;
 
 use gantry::controller::leader::{LeaderElector, LeaseConfig};
-use gantry_apiserver::{ApiServer, Config};
-use gantry_tests::eventually;
+use gantry_tests::{Backend, Cluster, backends, eventually};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 
@@ -22,9 +21,10 @@ fn candidate(client: &kube::Client, identity: &str) -> LeaderElector {
     )
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_leader_at_a_time_with_take_over_and_hand_over() {
-    let server = ApiServer::start(Config::default()).await.unwrap();
+async fn one_leader_at_a_time_with_take_over_and_hand_over(backend: Backend) {
+    let server = Cluster::start(backend).await;
     let client = server.client();
     let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
     let a = candidate(&client, "a");

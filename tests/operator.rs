@@ -1,11 +1,13 @@
-//! The operator end to end on the embedded API server: bindings from
+//! The operator end to end on each API server backend: bindings from
 //! ConfigMaps, reconcile with server-side apply, prune, status, finalizers,
 //! plugin swaps, and no writes on a resync that changes nothing.
 
 use std::time::Duration;
 
 use gantry::toolchain::example_plugin;
-use gantry_tests::{BINDINGS_NS, Env, condition, eventually, get_json, widget_crd};
+use gantry_tests::{
+    BINDINGS_NS, Backend, Env, backends, condition, eventually, get_json, widget_crd,
+};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -29,8 +31,8 @@ fn widget_binding(behaviour: &str, children: &[&str], resync: u64) -> String {
     )
 }
 
-async fn widget_env(behaviour: &str, children: &[&str], resync: u64) -> Env {
-    let env = Env::start().await;
+async fn widget_env(backend: Backend, behaviour: &str, children: &[&str], resync: u64) -> Env {
+    let env = Env::start(backend).await;
     env.apply(widget_crd("Widget", "widgets", true)).await;
     gantry::dev::wait_for_crd(&env.client, "widgets.test.gantry.dev")
         .await
@@ -48,9 +50,10 @@ fn widget(name: &str) -> Value {
     json!({"apiVersion": "test.gantry.dev/v1", "kind": "Widget", "metadata": {"name": name, "namespace": "default"}, "spec": {"size": 1}})
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn memcached_children_status_and_repairs() {
-    let env = Env::start().await;
+async fn memcached_children_status_and_repairs(backend: Backend) {
+    let env = Env::start(backend).await;
     env.install_example("memcached").await;
     env.apply(memcached("mc", 2)).await;
     let deployments = env.api("apps/v1", "Deployment", "deployments", Some("default"));
@@ -172,9 +175,10 @@ async fn memcached_children_status_and_repairs() {
     env.stop().await;
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_resync_that_changes_nothing_writes_nothing() {
-    let env = widget_env("ok", &["v1 ConfigMap"], 1).await;
+async fn a_resync_that_changes_nothing_writes_nothing(backend: Backend) {
+    let env = widget_env(backend, "ok", &["v1 ConfigMap"], 1).await;
     let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
     let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
     for i in 0..3 {
@@ -211,9 +215,10 @@ async fn a_resync_that_changes_nothing_writes_nothing() {
     env.stop().await;
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn children_no_longer_desired_are_pruned_and_failures_prune_nothing() {
-    let env = widget_env("ok", &["v1 ConfigMap"], 300).await;
+async fn children_no_longer_desired_are_pruned_and_failures_prune_nothing(backend: Backend) {
+    let env = widget_env(backend, "ok", &["v1 ConfigMap"], 300).await;
     let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
     let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
     env.apply(widget("w")).await;
@@ -291,9 +296,10 @@ async fn children_no_longer_desired_are_pruned_and_failures_prune_nothing() {
     env.stop().await;
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn objects_controlled_by_others_are_never_touched() {
-    let env = widget_env("ok", &["v1 ConfigMap"], 300).await;
+async fn objects_controlled_by_others_are_never_touched(backend: Backend) {
+    let env = widget_env(backend, "ok", &["v1 ConfigMap"], 300).await;
     let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
     let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
     let theirs = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w-fine", "namespace": "default"}, "data": {"owner": "someone"}});
@@ -321,9 +327,10 @@ async fn objects_controlled_by_others_are_never_touched() {
     env.stop().await;
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn swapping_the_plugin_re_reconciles_and_a_bad_swap_keeps_the_old_one() {
-    let env = widget_env("ok", &["v1 ConfigMap", "apps/v1 Deployment"], 300).await;
+async fn swapping_the_plugin_re_reconciles_and_a_bad_swap_keeps_the_old_one(backend: Backend) {
+    let env = widget_env(backend, "ok", &["v1 ConfigMap", "apps/v1 Deployment"], 300).await;
     let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
     let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
     let deployments = env.api("apps/v1", "Deployment", "deployments", Some("default"));
@@ -417,9 +424,10 @@ async fn swapping_the_plugin_re_reconciles_and_a_bad_swap_keeps_the_old_one() {
     env.stop().await;
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hostile_plugin_does_not_stop_other_bindings() {
-    let env = widget_env("loop", &["v1 ConfigMap"], 300).await;
+async fn a_hostile_plugin_does_not_stop_other_bindings(backend: Backend) {
+    let env = widget_env(backend, "loop", &["v1 ConfigMap"], 300).await;
     env.install_example("memcached").await;
     let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
     env.apply(widget("w")).await;
@@ -452,9 +460,10 @@ async fn a_hostile_plugin_does_not_stop_other_bindings() {
     env.stop().await;
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_bindings_for_one_parent_kind_refuse_the_newer() {
-    let env = widget_env("ok", &["v1 ConfigMap"], 300).await;
+async fn two_bindings_for_one_parent_kind_refuse_the_newer(backend: Backend) {
+    let env = widget_env(backend, "ok", &["v1 ConfigMap"], 300).await;
     let hostile = example_plugin("hostile").unwrap();
     let second =
         widget_binding("ok", &["v1 ConfigMap"], 300).replace("name: widgets", "name: widgets-two");
@@ -478,9 +487,10 @@ async fn two_bindings_for_one_parent_kind_refuse_the_newer() {
     env.stop().await;
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_parent_without_status_subresource_gets_a_warning_not_a_hot_loop() {
-    let env = Env::start().await;
+async fn a_parent_without_status_subresource_gets_a_warning_not_a_hot_loop(backend: Backend) {
+    let env = Env::start(backend).await;
     env.apply(widget_crd("Gadget", "gadgets", false)).await;
     gantry::dev::wait_for_crd(&env.client, "gadgets.test.gantry.dev")
         .await
@@ -514,9 +524,10 @@ async fn a_parent_without_status_subresource_gets_a_warning_not_a_hot_loop() {
     env.stop().await;
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn database_deletion_waits_for_the_plugin_to_finalize() {
-    let env = Env::start().await;
+async fn database_deletion_waits_for_the_plugin_to_finalize(backend: Backend) {
+    let env = Env::start(backend).await;
     env.install_example("database").await;
     env.apply(
         json!({"apiVersion": "db.example.com/v1alpha1", "kind": "Database",
@@ -590,9 +601,10 @@ async fn database_deletion_waits_for_the_plugin_to_finalize() {
     env.stop().await;
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn related_objects_reach_the_plugin_and_their_changes_trigger_it() {
-    let env = Env::start().await;
+async fn related_objects_reach_the_plugin_and_their_changes_trigger_it(backend: Backend) {
+    let env = Env::start(backend).await;
     env.apply(widget_crd("Widget", "widgets", true)).await;
     gantry::dev::wait_for_crd(&env.client, "widgets.test.gantry.dev")
         .await
@@ -638,9 +650,10 @@ async fn related_objects_reach_the_plugin_and_their_changes_trigger_it() {
     env.stop().await;
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_binding_for_a_kind_not_served_is_refused_until_it_is() {
-    let env = Env::start().await;
+async fn a_binding_for_a_kind_not_served_is_refused_until_it_is(backend: Backend) {
+    let env = Env::start(backend).await;
     let binding = "name: widgets\nparent: {apiVersion: test.gantry.dev/v1, kind: Widget}\nchildren:\n- {apiVersion: v1, kind: ConfigMap}\n";
     env.bind("widgets", binding, &example_plugin("hostile").unwrap())
         .await;
@@ -674,9 +687,10 @@ async fn a_binding_for_a_kind_not_served_is_refused_until_it_is() {
     env.stop().await;
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn requeue_after_from_the_plugin_is_honoured_without_writes() {
-    let env = widget_env("requeue", &["v1 ConfigMap"], 300).await;
+async fn requeue_after_from_the_plugin_is_honoured_without_writes(backend: Backend) {
+    let env = widget_env(backend, "requeue", &["v1 ConfigMap"], 300).await;
     env.apply(widget("w")).await;
     let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
     eventually("w-fine", || async { get_json(&maps, "w-fine").await }).await;

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use gantry::source::{FetchError, FetchSettings, Fetcher, PluginSource, oci};
 use gantry_tests::sources::{FileServer, Registry};
+use gantry_tests::{Backend, backends};
 
 fn settings(cache: &tempfile::TempDir) -> FetchSettings {
     FetchSettings {
@@ -421,16 +422,20 @@ async fn plugin_push_publishes_a_component_that_binds_by_digest() {
     );
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hanging_download_does_not_hold_up_other_bindings() {
+async fn a_hanging_download_does_not_hold_up_other_bindings(backend: Backend) {
     use gantry_tests::{BINDINGS_NS, Env, eventually, get_json};
     let server = FileServer::start().await;
     server.stall("stuck.wasm");
     let cache = tempfile::tempdir().unwrap();
-    let env = Env::start_with(gantry::controller::OperatorOptions {
-        plugin_sources: settings(&cache),
-        ..Default::default()
-    })
+    let env = Env::start_with(
+        backend,
+        gantry::controller::OperatorOptions {
+            plugin_sources: settings(&cache),
+            ..Default::default()
+        },
+    )
     .await;
     // A binding whose plugin never arrives...
     let mut cm = k8s_openapi::api::core::v1::ConfigMap::default();

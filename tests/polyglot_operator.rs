@@ -14,7 +14,9 @@ use gantry::controller::OperatorOptions;
 use gantry::source::{FetchSettings, oci};
 use gantry::toolchain::{c, example_plugin, js, python, source_workspace_root};
 use gantry_tests::sources::{FileServer, Registry};
-use gantry_tests::{BINDINGS_NS, Env, condition, eventually, get_json, widget_crd};
+use gantry_tests::{
+    BINDINGS_NS, Backend, Env, backends, condition, eventually, get_json, widget_crd,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::{Value, json};
 
@@ -70,8 +72,9 @@ fn components() -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) {
     (rust, js, py, c)
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator() {
+async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator(backend: Backend) {
     let (rust, js, py, c) = tokio::task::spawn_blocking(components).await.unwrap();
     let c_digest = gantry::runtime::digest(&c);
     let (rust_digest, js_digest, py_digest) = (
@@ -95,10 +98,13 @@ async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator() {
         backoff_max: Duration::from_millis(200),
         ..FetchSettings::default()
     };
-    let env = Env::start_with(OperatorOptions {
-        plugin_sources: fetch.clone(),
-        ..OperatorOptions::default()
-    })
+    let env = Env::start_with(
+        backend,
+        OperatorOptions {
+            plugin_sources: fetch.clone(),
+            ..OperatorOptions::default()
+        },
+    )
     .await;
 
     // Parent kinds: Memcached for Rust, JsMemcached, PyMemcached, CMemcached.

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use gantry_apiserver::{ApiServer, Config};
+use gantry_test_support::{Backend, Cluster, backends};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
@@ -95,12 +95,11 @@ fn one<'a>(docs: &'a [(String, Value)], kind: &str) -> &'a Value {
     all[0]
 }
 
+#[backends]
 #[tokio::test]
-async fn default_manifests_are_accepted() {
+async fn default_manifests_are_accepted(backend: Backend) {
     let docs = load_manifests();
-    let server = ApiServer::start(Config::default())
-        .await
-        .expect("server starts");
+    let server = Cluster::start(backend).await;
     let client = server.client();
     let discovery = Discovery::new(client.clone())
         .run_aggregated()
@@ -109,7 +108,7 @@ async fn default_manifests_are_accepted() {
     let resolve = |doc: &Value, origin: &str| {
         discovery.resolve_gvk(&gvk(doc)).unwrap_or_else(|| {
             panic!(
-                "{origin}: {} {} is not served by the embedded API server (a CRD such as \
+                "{origin}: {} {} is not served by the API server (a CRD such as \
                  ServiceMonitor must stay out of the default-rendered manifests)",
                 doc["apiVersion"], doc["kind"]
             )
@@ -302,12 +301,11 @@ fn manifests_reference_each_other() {
     assert!(volume["emptyDir"].is_object(), "{volume}");
 }
 
+#[backends]
 #[tokio::test]
-async fn broken_deployment_is_refused_and_not_stored() {
+async fn broken_deployment_is_refused_and_not_stored(backend: Backend) {
     let docs = load_manifests();
-    let server = ApiServer::start(Config::default())
-        .await
-        .expect("server starts");
+    let server = Cluster::start(backend).await;
     let client = server.client();
     let ns = one(&docs, "Namespace");
     let ns_api: Api<DynamicObject> = Api::all_with(

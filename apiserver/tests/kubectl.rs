@@ -1,6 +1,7 @@
-//! The real `kubectl` against the server: every kubectl found (GANTRY_KUBECTL, a
-//! colon-separated list, or /opt/debian-kubectl/usr/bin/kubectl and `kubectl` on
-//! PATH) runs the whole suite against a fresh server.
+//! The real `kubectl` against each API server backend: every kubectl found
+//! (GANTRY_KUBECTL, a colon-separated list, or Debian's, the one built with
+//! the real control plane and `kubectl` on PATH) runs the whole suite
+//! against a fresh server.
 
 mod common;
 #[path = "common/webhook.rs"]
@@ -11,27 +12,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
+use gantry_test_support::{Backend, Cluster, backends, kubectls};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
-
-fn kubectls() -> Vec<PathBuf> {
-    let candidates: Vec<PathBuf> = match std::env::var("GANTRY_KUBECTL") {
-        Ok(list) if !list.is_empty() => list.split(':').map(PathBuf::from).collect(),
-        _ => {
-            let mut v = vec![PathBuf::from("/opt/debian-kubectl/usr/bin/kubectl")];
-            if let Some(path) = std::env::var_os("PATH") {
-                v.extend(
-                    std::env::split_paths(&path)
-                        .map(|d| d.join("kubectl"))
-                        .filter(|p| p.is_file())
-                        .take(1),
-                );
-            }
-            v
-        }
-    };
-    candidates.into_iter().filter(|p| p.is_file()).collect()
-}
 
 struct Kubectl {
     bin: PathBuf,
@@ -171,27 +154,19 @@ fn widget_yaml(size: &str, replicas: u32) -> String {
     )
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_suite() {
-    let bins = kubectls();
-    if bins.is_empty() {
-        eprintln!(
-            "\n\n!!!!!!!! SKIPPING kubectl_suite: no kubectl found (set GANTRY_KUBECTL or install kubernetes-client) !!!!!!!!\n\n"
-        );
-        return;
-    }
-    for bin in bins {
+async fn kubectl_suite(backend: Backend) {
+    for bin in kubectls() {
         eprintln!("running the kubectl suite with {}", bin.display());
-        suite(&bin).await;
+        suite(&bin, backend).await;
     }
 }
 
-async fn suite(bin: &Path) {
-    let s = server().await;
+async fn suite(bin: &Path, backend: Backend) {
+    let s = Cluster::start(backend).await;
     let dir = tempfile::tempdir().unwrap();
-    let kc = dir.path().join("kubeconfig");
-    s.write_kubeconfig(&kc).unwrap();
-    let k = Kubectl::new(bin, dir.path(), kc).await;
+    let k = Kubectl::new(bin, dir.path(), s.kubeconfig().to_path_buf()).await;
 
     // CRD, then CRs.
     let out = k.ok_stdin(&["create", "-f", "-"], CRD).await;
@@ -480,24 +455,18 @@ async fn suite(bin: &Path) {
     s.shutdown().await;
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_admission_webhooks() {
-    let bins = kubectls();
-    if bins.is_empty() {
-        eprintln!(
-            "\n\n!!!!!!!! SKIPPING kubectl_admission_webhooks: no kubectl found (set GANTRY_KUBECTL or install kubernetes-client) !!!!!!!!\n\n"
-        );
-        return;
-    }
-    for bin in bins {
+async fn kubectl_admission_webhooks(backend: Backend) {
+    for bin in kubectls() {
         eprintln!("running kubectl_admission_webhooks with {}", bin.display());
-        webhooks_suite(&bin).await;
+        webhooks_suite(&bin, backend).await;
     }
 }
 
 /// `kubectl create` prints a webhook's denial and warnings; a mutation shows in
 /// `kubectl get -o yaml`.
-async fn webhooks_suite(bin: &Path) {
+async fn webhooks_suite(bin: &Path, backend: Backend) {
     use serde_json::json;
     use webhook_server::*;
     let hook = start_hook(|path, r| match path {
@@ -518,17 +487,12 @@ async fn webhooks_suite(bin: &Path) {
         _ => allow(r),
     })
     .await;
-    let s = server().await;
-    let a = s.addr();
-    for (path, kind, name, url) in [
+    let s = Cluster::start(backend).await;
+    let dir = tempfile::tempdir().unwrap();
+    let k = Kubectl::new(bin, dir.path(), s.kubeconfig().to_path_buf()).await;
+    for (kind, name, url) in [
+        ("ValidatingWebhookConfiguration", "deny", hook.url("/deny")),
         (
-            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-            "ValidatingWebhookConfiguration",
-            "deny",
-            hook.url("/deny"),
-        ),
-        (
-            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
             "MutatingWebhookConfiguration",
             "mutate",
             hook.url("/mutate"),
@@ -539,13 +503,8 @@ async fn webhooks_suite(bin: &Path) {
             name,
             vec![webhook(&format!("{name}.example.com"), &url, &hook.ca_b64)],
         );
-        let r = req(a, "POST", path, Some(&cfg)).await;
-        assert_eq!(r.status, 201, "{}", r.body);
+        k.ok_stdin(&["create", "-f", "-"], &cfg.to_string()).await;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let kc = dir.path().join("kubeconfig");
-    s.write_kubeconfig(&kc).unwrap();
-    let k = Kubectl::new(bin, dir.path(), kc).await;
 
     let cm = |name: &str| {
         format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  a: b\n")

@@ -1,9 +1,10 @@
 //! Chaos, bounded in time and on loopback: `gantry run` reconciles through a
 //! proxy that injects 409s and 5xx on writes and cuts watches; the API
-//! server (a `gantry apiserver` process with a data dir) is killed with
-//! SIGKILL and restarted mid-convergence; the plugin traps on 10% of calls.
-//! Once the faults stop, every parent converges, no child is lost or
-//! duplicated, and every write the driver saw acknowledged is there.
+//! server is killed with SIGKILL and restarted mid-convergence (embedded: a
+//! `gantry apiserver` process with a data dir; real: kube-apiserver, and
+//! later etcd under it); the plugin traps on 10% of calls. Once the faults
+//! stop, every parent converges, no child is lost or duplicated, and every
+//! write the driver saw acknowledged is there.
 
 mod common;
 
@@ -14,8 +15,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::faults::{self, Faults};
-use common::{NAMESPACE, gantry_run, wait_for};
+use common::faults::{self, Faults, Upstream};
+use common::{Backend, NAMESPACE, backends, gantry_run, wait_for};
+use gantry_test_support::{Component, RealCluster};
 use kube::Api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -50,6 +52,82 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// The API server under test, which the test kills and restarts.
+enum Server {
+    Embedded {
+        process: common::Process,
+        port: u16,
+        data: std::path::PathBuf,
+        kubeconfig: std::path::PathBuf,
+    },
+    Real(RealCluster),
+}
+
+impl Server {
+    fn start(backend: Backend, dir: &Path) -> Server {
+        match backend {
+            Backend::Embedded => {
+                let port = free_port();
+                let data = dir.join("data");
+                let kubeconfig = dir.join("direct.kubeconfig");
+                let process = start_apiserver(port, &data, &kubeconfig);
+                Server::Embedded {
+                    process,
+                    port,
+                    data,
+                    kubeconfig,
+                }
+            }
+            Backend::Real => Server::Real(RealCluster::start(&dir.join("cluster")).unwrap()),
+        }
+    }
+
+    fn upstream(&self) -> Upstream {
+        match self {
+            Server::Embedded { port, .. } => Upstream {
+                url: format!("http://127.0.0.1:{port}"),
+                tls: None,
+            },
+            Server::Real(real) => Upstream {
+                url: real.url(),
+                tls: Some(real.admin_identity()),
+            },
+        }
+    }
+
+    /// SIGKILL the API server and start it again on the same address and data.
+    fn crash_api_server(&mut self) {
+        match self {
+            Server::Embedded {
+                process,
+                port,
+                data,
+                kubeconfig,
+            } => {
+                process.kill().unwrap();
+                process.wait().unwrap();
+                std::thread::sleep(Duration::from_millis(500));
+                *process = start_apiserver(*port, data, kubeconfig);
+            }
+            Server::Real(real) => {
+                real.kill(Component::ApiServer);
+                std::thread::sleep(Duration::from_millis(500));
+                real.restart().unwrap();
+            }
+        }
+    }
+
+    /// SIGKILL the storage under the API server and start it again; the
+    /// embedded server keeps its storage in its own process.
+    fn crash_storage(&mut self) {
+        if let Server::Real(real) = self {
+            real.kill(Component::Etcd);
+            std::thread::sleep(Duration::from_millis(500));
+            real.restart().unwrap();
+        }
+    }
 }
 
 async fn client_for(kubeconfig: &Path) -> kube::Client {
@@ -88,24 +166,29 @@ fn parent(i: usize, value: &str) -> Value {
         "spec": {"value": value}})
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn parents_converge_after_faults_with_nothing_lost_or_duplicated() {
+async fn parents_converge_after_faults_with_nothing_lost_or_duplicated(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let data = dir.path().join("data");
-    let direct_kubeconfig = dir.path().join("direct.kubeconfig");
-    let mut apiserver = start_apiserver(port, &data, &direct_kubeconfig);
+    let mut apiserver = {
+        let dir = dir.path().to_path_buf();
+        tokio::task::spawn_blocking(move || Server::start(backend, &dir))
+            .await
+            .unwrap()
+    };
 
-    // Everyone talks to the API server through the proxy.
+    // Everyone talks to the API server through the proxy, in plain HTTP;
+    // the proxy holds the credentials.
     let faults = Arc::new(Faults::default());
-    let upstream = format!("http://127.0.0.1:{port}");
-    let proxy = faults::start(upstream.clone(), faults.clone()).await;
+    let proxy = faults::start(apiserver.upstream(), faults.clone()).await;
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(
         &kubeconfig,
-        std::fs::read_to_string(&direct_kubeconfig)
-            .unwrap()
-            .replace(&upstream, &format!("http://{proxy}")),
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: proxy\n  cluster: {{server: 'http://{proxy}'}}\n\
+             users:\n- name: anyone\n  user: {{}}\ncontexts:\n- name: proxy\n  context: {{cluster: proxy, user: anyone}}\n\
+             current-context: proxy\n"
+        ),
     )
     .unwrap();
     let client = client_for(&kubeconfig).await;
@@ -155,13 +238,22 @@ async fn parents_converge_after_faults_with_nothing_lost_or_duplicated() {
     // Mid-convergence: the API server dies without warning and comes back
     // on the same address with the same data.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    apiserver.kill().unwrap();
-    apiserver.wait().unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let mut apiserver = start_apiserver(port, &data, &direct_kubeconfig);
+    let mut apiserver = tokio::task::spawn_blocking(move || {
+        apiserver.crash_api_server();
+        apiserver
+    })
+    .await
+    .unwrap();
     for i in PARENTS / 2..PARENTS {
         apply_until_acknowledged(&parents, &format!("p-{i:02}"), &parent(i, "v1")).await;
     }
+    // Then the storage under it (etcd, on the real backend).
+    let apiserver = tokio::task::spawn_blocking(move || {
+        apiserver.crash_storage();
+        apiserver
+    })
+    .await
+    .unwrap();
     // Every parent's spec changes while the faults go on.
     for i in 0..PARENTS {
         apply_until_acknowledged(&parents, &format!("p-{i:02}"), &parent(i, "v2")).await;
@@ -238,6 +330,5 @@ async fn parents_converge_after_faults_with_nothing_lost_or_duplicated() {
 
     operator.kill().unwrap();
     operator.wait().unwrap();
-    apiserver.kill().unwrap();
-    apiserver.wait().unwrap();
+    drop(apiserver);
 }

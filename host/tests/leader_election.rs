@@ -10,7 +10,7 @@ use kube::Api;
 
 mod common;
 
-use common::{NAMESPACE, cluster, memcached, sigterm, wait_for};
+use common::{Backend, NAMESPACE, backends, cluster, memcached, sigterm, wait_for};
 
 /// Start `gantry run --leader-elect` as `identity`, logging to `log`, with
 /// `extra` flags.
@@ -53,10 +53,11 @@ async fn holder(leases: &Api<Lease>) -> Option<String> {
         .holder_identity
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_the_leader_reconciles_and_the_other_takes_over() {
+async fn only_the_leader_reconciles_and_the_other_takes_over(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let (server, client, kubeconfig) = cluster(dir.path(), Some("memcached")).await;
+    let (server, client, kubeconfig) = cluster(backend, Some("memcached")).await;
 
     let logs = [dir.path().join("a.log"), dir.path().join("b.log")];
     let mut children = [
@@ -129,10 +130,11 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
 
 /// Two shards, each its own leader: together they reconcile every parent,
 /// and no parent is reconciled by both.
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_shards_split_the_parents() {
+async fn two_shards_split_the_parents(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let (server, client, kubeconfig) = cluster(dir.path(), Some("memcached")).await;
+    let (server, client, kubeconfig) = cluster(backend, Some("memcached")).await;
     let logs = [dir.path().join("0.log"), dir.path().join("1.log")];
     let mut children: Vec<common::Process> = (0..2)
         .map(|i| {

@@ -3,7 +3,10 @@
 
 mod common;
 
-use common::{NAMESPACE, cluster, endpoints, gantry_run, http_get, memcached, sigterm, wait_for};
+use common::{
+    Backend, NAMESPACE, backends, cluster, endpoints, gantry_run, http_get, memcached, sigterm,
+    wait_for,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -18,10 +21,11 @@ fn sample(body: &str, name: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_expose_every_family_after_a_reconcile() {
+async fn metrics_expose_every_family_after_a_reconcile(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let (server, client, kubeconfig) = cluster(dir.path(), Some("memcached")).await;
+    let (server, client, kubeconfig) = cluster(backend, Some("memcached")).await;
     // A second binding whose plugin never returns, for the breach counters.
     let database = gantry::dev::example_dir("database");
     gantry::dev::apply_file(&client, &database.join("crd.yaml"))
@@ -141,10 +145,11 @@ config: {behaviour: loop}
 
 /// SIGTERM while a reconcile runs: the reconcile finishes (its child is
 /// applied and the status written), the Lease is released, exit code 0.
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_mid_reconcile_finishes_it_and_exits_cleanly() {
+async fn sigterm_mid_reconcile_finishes_it_and_exits_cleanly(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let (server, client, kubeconfig) = cluster(dir.path(), None).await;
+    let (server, client, kubeconfig) = cluster(backend, None).await;
     let crd_path = gantry::dev::example_dir("memcached").join("crd.yaml");
     gantry::dev::apply_file(&client, &crd_path).await.unwrap();
     gantry::dev::wait_for_crd(&client, "memcacheds.cache.example.com")
@@ -244,8 +249,9 @@ config: {behaviour: slow, millis: 2500}
 /// with the plugin call, the apply of each child and the status write as
 /// children; JSON logs inside it carry its trace id.
 #[cfg(feature = "otlp")]
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn otlp_exports_one_trace_per_reconcile() {
+async fn otlp_exports_one_trace_per_reconcile(backend: Backend) {
     use std::sync::{Arc, Mutex};
 
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -285,7 +291,7 @@ async fn otlp_exports_one_trace_per_reconcile() {
     tokio::spawn(async move { axum::serve(listener, collector).await });
 
     let dir = tempfile::tempdir().unwrap();
-    let (server, client, kubeconfig) = cluster(dir.path(), Some("memcached")).await;
+    let (server, client, kubeconfig) = cluster(backend, Some("memcached")).await;
     let log_path = dir.path().join("gantry.log");
     let mut gantry = gantry_run(
         &kubeconfig,

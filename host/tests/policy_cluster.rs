@@ -1,4 +1,4 @@
-//! Policies on the embedded API server: policy bindings from ConfigMaps
+//! Policies on each API server backend: policy bindings from ConfigMaps
 //! (load, refuse, swap, delete), the webhook configurations kept in sync,
 //! guardrail policies on a reconcile plugin's output, and, through
 //! kubectl, the API server calling the webhooks.
@@ -14,7 +14,7 @@ use gantry::policy::server::WebhookServer;
 use gantry::policy::sync::{SyncOptions, run_sync};
 use gantry::policy::{Policies, PolicyMetrics, manager, server, tls};
 use gantry::runtime::Runtime;
-use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
+use gantry_test_support::{Backend, backends};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
@@ -28,7 +28,7 @@ const NS: &str = "gantry-system";
 const WAIT: Duration = Duration::from_secs(30);
 
 struct Cluster {
-    server: ApiServerHandle,
+    server: gantry_test_support::Cluster,
     client: Client,
     policies: Policies,
     webhooks: WebhookServer,
@@ -45,14 +45,14 @@ async fn stopped(mut rx: watch::Receiver<bool>) {
 impl Cluster {
     /// The API server, the policy manager, the webhook server on loopback,
     /// the configuration sync and the operator, as `gantry dev` runs them.
-    async fn start() -> Cluster {
+    async fn start(backend: Backend) -> Cluster {
         if std::env::var_os("RUST_LOG").is_some() {
             let _ = tracing_subscriber::fmt()
                 .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
                 .with_test_writer()
                 .try_init();
         }
-        let server = ApiServer::start(Config::default()).await.unwrap();
+        let server = gantry_test_support::Cluster::start(backend).await;
         let client = server.client();
         gantry::dev::ensure_namespace(&client, NS).await.unwrap();
         let runtime = Runtime::with_defaults().unwrap();
@@ -190,9 +190,10 @@ where
 const DISALLOW_PRIVILEGED: &str = "name: disallow-privileged\nrules:\n- {apiGroups: [''], apiVersions: [v1], resources: [pods], operations: [CREATE, UPDATE]}\nsettings: {allowHostPathPrefixes: [/var/log]}\n";
 const DEFAULT_RESOURCES: &str = "name: default-resources\nmutating: true\nrules:\n- {apiGroups: [''], apiVersions: [v1], resources: [pods], operations: [CREATE]}\nsettings: {cpu: 100m, memory: 128Mi}\n";
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn policy_bindings_load_swap_and_keep_webhook_configurations_in_sync() {
-    let cluster = Cluster::start().await;
+async fn policy_bindings_load_swap_and_keep_webhook_configurations_in_sync(backend: Backend) {
+    let cluster = Cluster::start(backend).await;
     cluster
         .bind_policy("no-privileged", "disallow-privileged", DISALLOW_PRIVILEGED)
         .await;
@@ -334,9 +335,10 @@ fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
         .find(|c| c["type"] == type_)
 }
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn guardrail_policies_refuse_a_privileged_pod_from_a_reconcile_plugin() {
-    let cluster = Cluster::start().await;
+async fn guardrail_policies_refuse_a_privileged_pod_from_a_reconcile_plugin(backend: Backend) {
+    let cluster = Cluster::start(backend).await;
     gantry::dev::apply_object(&cluster.client, &runner_crd())
         .await
         .unwrap();
@@ -480,13 +482,14 @@ const PLAIN_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namesp
 /// denial with the policy's message, a mutating policy's change, monitor
 /// mode letting everything through, and a hostile policy answered by its
 /// failurePolicy.
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_meets_the_policies_through_the_api_server() {
+async fn kubectl_meets_the_policies_through_the_api_server(backend: Backend) {
     let Some(bin) = kubectl_binary() else {
         eprintln!("SKIPPING: no kubectl found (set GANTRY_KUBECTL or install kubernetes-client)");
         return;
     };
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start(backend).await;
     cluster
         .bind_policy("no-privileged", "disallow-privileged", DISALLOW_PRIVILEGED)
         .await;
@@ -522,10 +525,7 @@ async fn kubectl_meets_the_policies_through_the_api_server() {
         (v.webhooks?.len() == 4 && m.webhooks?.len() == 1).then_some(())
     })
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    cluster.server.write_kubeconfig(&kubeconfig).unwrap();
-    let kubeconfig = kubeconfig.as_path();
+    let kubeconfig = cluster.server.kubeconfig();
 
     // A denied create returns the policy's message.
     let (ok, _, stderr) = kubectl(

@@ -2,11 +2,12 @@
 //! the resources a webhook configuration carries.
 
 use gantry::policy::binding::{parse_spec, resolve_kinds};
-use gantry_apiserver::{ApiServer, Config};
+use gantry_test_support::{Backend, Cluster, backends};
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kinds_resolve_to_served_resources_and_unknown_kinds_are_refused() {
-    let server = ApiServer::start(Config::default()).await.unwrap();
+async fn kinds_resolve_to_served_resources_and_unknown_kinds_are_refused(backend: Backend) {
+    let server = Cluster::start(backend).await;
     let client = server.client();
 
     let spec = parse_spec(
@@ -39,8 +40,9 @@ async fn kinds_resolve_to_served_resources_and_unknown_kinds_are_refused() {
 
 /// A policy whose kind is not served yet is refused with a Warning Event,
 /// and goes into service by itself once a CRD serves the kind.
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_policy_waits_for_its_kind_to_be_served() {
+async fn a_policy_waits_for_its_kind_to_be_served(backend: Backend) {
     use std::time::{Duration, Instant};
 
     use gantry::policy::{Policies, manager::run_policy_manager};
@@ -49,7 +51,7 @@ async fn a_policy_waits_for_its_kind_to_be_served() {
     use serde_json::json;
 
     const NS: &str = "gantry-system";
-    let server = ApiServer::start(Config::default()).await.unwrap();
+    let server = Cluster::start(backend).await;
     let client = server.client();
     gantry::dev::ensure_namespace(&client, NS).await.unwrap();
     let plugin = gantry::toolchain::example_plugin("require-labels").unwrap();

@@ -8,7 +8,7 @@ mod common;
 use std::io::{BufRead, BufReader};
 
 use base64::Engine;
-use common::{NAMESPACE, cluster, gantry_run, http_get, sigterm, wait_for};
+use common::{Backend, NAMESPACE, backends, cluster, gantry_run, http_get, sigterm, wait_for};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
@@ -17,10 +17,11 @@ use serde_json::json;
 
 const POLICY: &str = "name: disallow-privileged\nrules:\n- {apiGroups: [''], apiVersions: [v1], resources: [pods], operations: [CREATE, UPDATE]}\ntimeoutSeconds: 5\n";
 
+#[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gantry_run_serves_policies_and_keeps_the_configurations_in_sync() {
+async fn gantry_run_serves_policies_and_keeps_the_configurations_in_sync(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let (server, client, kubeconfig) = cluster(dir.path(), None).await;
+    let (server, client, kubeconfig) = cluster(backend, None).await;
     gantry::dev::ensure_namespace(&client, NAMESPACE)
         .await
         .unwrap();

@@ -1,5 +1,6 @@
-//! Test support: an embedded API server with the operator running against
-//! it, and helpers to install bindings and wait for the cluster to converge.
+//! Test support: an API server (embedded or real, see
+//! `gantry-test-support`) with the operator running against it, and helpers
+//! to install bindings and wait for the cluster to converge.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -7,7 +8,7 @@ use std::time::Duration;
 
 use gantry::controller::{Metrics, OperatorOptions, run_operator};
 use gantry::runtime::Runtime;
-use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
+pub use gantry_test_support::{Backend, Cluster, backends};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::{Api, Client};
@@ -24,8 +25,8 @@ pub const WAIT: Duration = Duration::from_secs(30);
 
 /// An API server with the operator running against it.
 pub struct Env {
-    /// The embedded API server.
-    pub server: ApiServerHandle,
+    /// The API server.
+    pub server: Cluster,
     /// A client of it.
     pub client: Client,
     /// The operator's counters.
@@ -45,18 +46,16 @@ pub fn init_logs() {
 }
 
 impl Env {
-    /// Start an in-memory API server and the operator (fast backoff).
-    pub async fn start() -> Env {
-        Env::start_with(OperatorOptions::default()).await
+    /// Start an API server of `backend` and the operator (fast backoff).
+    pub async fn start(backend: Backend) -> Env {
+        Env::start_with(backend, OperatorOptions::default()).await
     }
 
     /// Like [`Env::start`], with `options` (its namespace and backoff are
     /// the tests').
-    pub async fn start_with(options: OperatorOptions) -> Env {
+    pub async fn start_with(backend: Backend, options: OperatorOptions) -> Env {
         init_logs();
-        let server = ApiServer::start(Config::default())
-            .await
-            .expect("API server starts");
+        let server = Cluster::start(backend).await;
         let client = server.client();
         gantry::dev::ensure_namespace(&client, BINDINGS_NS)
             .await
@@ -162,9 +161,9 @@ impl Env {
             .expect("binding ConfigMap")
     }
 
-    /// Total successful writes the API server has taken.
+    /// Total successful writes the API server has taken from clients.
     pub fn writes(&self) -> u64 {
-        self.server.writes().total()
+        self.server.writes()
     }
 }
 

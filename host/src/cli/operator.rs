@@ -107,6 +107,11 @@ pub struct DevArgs {
     /// Do not create the sample Memcached and Database.
     #[arg(long)]
     no_samples: bool,
+    /// Run against this existing cluster (kind, k3d, a real one) instead of
+    /// the embedded API server. Its API server must reach the webhooks on
+    /// this machine's loopback address, or set --webhook-url.
+    #[arg(long, conflicts_with_all = ["data_dir", "listen"])]
+    kubeconfig: Option<PathBuf>,
     #[command(flatten)]
     operator: OperatorArgs,
 }
@@ -153,17 +158,24 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
+/// A client from `kubeconfig`, or the inferred configuration
+/// ($KUBECONFIG, ~/.kube/config, in-cluster).
+async fn cluster_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
+        }
+        None => kube::Config::infer().await?,
+    };
+    Ok(kube::Client::try_from(config)?)
+}
+
 pub fn run(args: RunArgs) -> ExitCode {
     finish(tokio_runtime().and_then(|rt| {
         rt.block_on(async {
-            let config = match &args.kubeconfig {
-                Some(path) => {
-                    let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
-                    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
-                }
-                None => kube::Config::infer().await?,
-            };
-            let client = kube::Client::try_from(config)?;
+            let client = cluster_client(args.kubeconfig.as_deref()).await?;
             operate(
                 client,
                 &args.operator,
@@ -180,6 +192,32 @@ pub fn dev(args: DevArgs) -> ExitCode {
 }
 
 async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
+    eprintln!("building the example plugins (first time: a few minutes)...");
+    let plugins = tokio::task::spawn_blocking(crate::toolchain::example_plugins).await??;
+    tracing::info!(dir = %plugins.display(), "example plugins built");
+    match &args.kubeconfig {
+        Some(kubeconfig) => {
+            let client = cluster_client(Some(kubeconfig)).await?;
+            let version = client
+                .apiserver_version()
+                .await
+                .with_context(|| format!("reaching the cluster of {}", kubeconfig.display()))?;
+            install_dev(&client, &args).await?;
+            println!(
+                "gantry dev: cluster of {} (Kubernetes {})",
+                kubeconfig.display(),
+                version.git_version
+            );
+            println!("gantry dev: export KUBECONFIG={}", kubeconfig.display());
+            print_try_line();
+            operate(client, &args.operator, ["127.0.0.1:0"; 2], true).await
+        }
+        None => dev_embedded(&args).await,
+    }
+}
+
+/// `gantry dev` on the embedded API server, with data kept between runs.
+async fn dev_embedded(args: &DevArgs) -> anyhow::Result<()> {
     let base = user_cache_dir()
         .context("no cache directory: set HOME or XDG_CACHE_HOME, or pass --data-dir")?
         .join("dev");
@@ -188,10 +226,6 @@ async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| base.join("apiserver"));
     let kubeconfig = data_dir.parent().unwrap_or(&base).join("kubeconfig");
-    eprintln!("building the example plugins (first time: a few minutes)...");
-    let plugins = tokio::task::spawn_blocking(crate::toolchain::example_plugins).await??;
-    tracing::info!(dir = %plugins.display(), "example plugins built");
-
     let config = gantry_apiserver::Config {
         listen: args.listen,
         data_dir: Some(data_dir.clone()),
@@ -204,36 +238,47 @@ async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
         .write_kubeconfig(&kubeconfig)
         .context("writing the kubeconfig")?;
     let client = server.client();
-    crate::dev::forget_webhook_configurations(&client, args.operator.webhook_configuration_name())
-        .await?;
-    let options = args.operator.options();
-    for example in crate::dev::EXAMPLES {
-        crate::dev::install_example(&client, example, &options.namespace).await?;
-    }
-    for example in crate::dev::POLICY_EXAMPLES {
-        crate::dev::install_policy_example(&client, example, &options.namespace).await?;
-    }
-    if !args.no_samples {
-        for example in crate::dev::EXAMPLES {
-            crate::dev::apply_file(
-                &client,
-                &crate::dev::example_dir(example).join("example.yaml"),
-            )
-            .await?;
-        }
-    }
+    install_dev(&client, args).await?;
     println!(
         "gantry dev: API server at {} (data in {})",
         server.url(),
         data_dir.display()
     );
     println!("gantry dev: export KUBECONFIG={}", kubeconfig.display());
-    println!(
-        "gantry dev: try `kubectl get memcacheds,databases,deployments,statefulsets -A`; Ctrl-C stops"
-    );
+    print_try_line();
     let result = operate(client, &args.operator, ["127.0.0.1:0"; 2], true).await;
     server.shutdown().await;
     result
+}
+
+/// Install what `gantry dev` runs: the example CRDs and bindings, the
+/// example policies and, unless `--no-samples`, the sample parents.
+async fn install_dev(client: &kube::Client, args: &DevArgs) -> anyhow::Result<()> {
+    crate::dev::forget_webhook_configurations(client, args.operator.webhook_configuration_name())
+        .await?;
+    let options = args.operator.options();
+    for example in crate::dev::EXAMPLES {
+        crate::dev::install_example(client, example, &options.namespace).await?;
+    }
+    for example in crate::dev::POLICY_EXAMPLES {
+        crate::dev::install_policy_example(client, example, &options.namespace).await?;
+    }
+    if !args.no_samples {
+        for example in crate::dev::EXAMPLES {
+            crate::dev::apply_file(
+                client,
+                &crate::dev::example_dir(example).join("example.yaml"),
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+fn print_try_line() {
+    println!(
+        "gantry dev: try `kubectl get memcacheds,databases,deployments,statefulsets -A`; Ctrl-C stops"
+    );
 }
 
 /// Serve `router` on `addr` (unless "off") and print `label` and the URL

@@ -3,8 +3,11 @@
 //! them, some after, so that a write can succeed while its client sees an
 //! error), and cuts watch streams after a random while. Faults can be turned
 //! off, and the upstream may go away and come back on the same address.
+//! Clients speak plain HTTP to it; it speaks HTTP or, to a real
+//! kube-apiserver, HTTPS with an admin client certificate.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -14,9 +17,51 @@ use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http_body_util::BodyExt;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+/// Where the proxy forwards to.
+pub struct Upstream {
+    /// `http://127.0.0.1:PORT` or `https://127.0.0.1:PORT`.
+    pub url: String,
+    /// For HTTPS: the CA file, and the client certificate and key files.
+    pub tls: Option<(PathBuf, PathBuf, PathBuf)>,
+}
+
+fn connector(tls: Option<&(PathBuf, PathBuf, PathBuf)>) -> HttpsConnector<HttpConnector> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap();
+    let config = match tls {
+        Some((ca, cert, key)) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for ca in CertificateDer::pem_file_iter(ca).unwrap() {
+                roots.add(ca.unwrap()).unwrap();
+            }
+            let chain = CertificateDer::pem_file_iter(cert)
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            builder
+                .with_root_certificates(roots)
+                .with_client_auth_cert(chain, PrivateKeyDer::from_pem_file(key).unwrap())
+                .unwrap()
+        }
+        None => builder
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth(),
+    };
+    hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_or_http()
+        .enable_http1()
+        .build()
+}
 
 /// What the proxy does, changeable while it runs.
 #[derive(Debug, Default)]
@@ -37,7 +82,7 @@ pub struct Faults {
 #[derive(Clone)]
 struct Proxy {
     upstream: String,
-    client: Client<HttpConnector, Body>,
+    client: Client<HttpsConnector<HttpConnector>, Body>,
     faults: Arc<Faults>,
 }
 
@@ -121,12 +166,12 @@ async fn forward(State(proxy): State<Proxy>, request: Request) -> Response {
     Response::from_parts(parts, Body::new(body))
 }
 
-/// Start the proxy on a free loopback port in front of `upstream`
-/// (`http://127.0.0.1:PORT`); returns its address.
-pub async fn start(upstream: String, faults: Arc<Faults>) -> SocketAddr {
+/// Start the proxy on a free loopback port in front of `upstream`;
+/// returns its address.
+pub async fn start(upstream: Upstream, faults: Arc<Faults>) -> SocketAddr {
     let proxy = Proxy {
-        upstream,
-        client: Client::builder(TokioExecutor::new()).build_http(),
+        client: Client::builder(TokioExecutor::new()).build(connector(upstream.tls.as_ref())),
+        upstream: upstream.url,
         faults,
     };
     let app = axum::Router::new().fallback(forward).with_state(proxy);

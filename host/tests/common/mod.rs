@@ -1,5 +1,5 @@
-//! Helpers for tests that run `gantry run` as a process against an
-//! embedded API server.
+//! Helpers for tests that run `gantry run` as a process against an API
+//! server of either backend.
 
 #![allow(dead_code)] // each test binary uses its own subset
 
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
+pub use gantry_test_support::{Backend, Cluster, backends};
 
 /// Namespace of the bindings.
 pub const NAMESPACE: &str = "gantry-system";
@@ -108,16 +108,12 @@ pub fn http_get(address: &str, path: &str) -> (u16, String) {
     (status, body)
 }
 
-/// An embedded API server with a kubeconfig for it in `dir`, and example
+/// An API server of `backend` with a kubeconfig for it, and example
 /// `example` (its CRD and binding) installed unless `None`.
-pub async fn cluster(
-    dir: &Path,
-    example: Option<&str>,
-) -> (ApiServerHandle, kube::Client, PathBuf) {
-    let server = ApiServer::start(Config::default()).await.unwrap();
+pub async fn cluster(backend: Backend, example: Option<&str>) -> (Cluster, kube::Client, PathBuf) {
+    let server = Cluster::start(backend).await;
     let client = server.client();
-    let kubeconfig = dir.join("kubeconfig");
-    server.write_kubeconfig(&kubeconfig).unwrap();
+    let kubeconfig = server.kubeconfig().to_path_buf();
     if let Some(example) = example {
         gantry::dev::install_example(&client, example, NAMESPACE)
             .await

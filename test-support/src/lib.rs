@@ -1,0 +1,213 @@
+//! The API servers end-to-end tests run against: the embedded one, or a
+//! real control plane (etcd, kube-apiserver, kube-controller-manager built
+//! from Go modules by `scripts/real-cluster`).
+//!
+//! `GANTRY_TEST_BACKEND=embedded|real|both` (default `both`) chooses. Each
+//! test marked [`backends`] becomes two tests, `NAME::embedded`
+//! and `NAME::real`; the one whose backend is not chosen passes at once and
+//! says so on stderr.
+
+mod real;
+
+use std::path::{Path, PathBuf};
+
+use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
+
+pub use gantry_test_macros::backends;
+pub use real::{Component, RealCluster};
+
+/// Which API server a test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded API server, in the test process.
+    Embedded,
+    /// A real control plane, one per test, on loopback.
+    Real,
+}
+
+impl Backend {
+    /// The name used in test names and `GANTRY_TEST_BACKEND`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Embedded => "embedded",
+            Backend::Real => "real",
+        }
+    }
+
+    /// Whether `GANTRY_TEST_BACKEND` chooses this backend. Anything but
+    /// `embedded`, `real`, `both` or unset is a mistake worth stopping for.
+    pub fn chosen(self) -> bool {
+        match std::env::var("GANTRY_TEST_BACKEND").as_deref() {
+            Err(_) | Ok("" | "both") => true,
+            Ok("embedded") => self == Backend::Embedded,
+            Ok("real") => self == Backend::Real,
+            Ok(other) => panic!("GANTRY_TEST_BACKEND={other}: expected embedded, real or both"),
+        }
+    }
+
+    /// True (and a line on stderr) when the test should not run here.
+    pub fn skip(self) -> bool {
+        let skip = !self.chosen();
+        if skip {
+            eprintln!(
+                "not run on the {} backend: GANTRY_TEST_BACKEND chooses the other",
+                self.name()
+            );
+        }
+        skip
+    }
+}
+
+/// One API server, started for one test.
+pub struct Cluster {
+    backend: Backend,
+    client: kube::Client,
+    kubeconfig: PathBuf,
+    server: Server,
+    _dir: tempfile::TempDir,
+}
+
+enum Server {
+    Embedded(ApiServerHandle),
+    Real(RealCluster),
+}
+
+impl Cluster {
+    /// Start a fresh API server of `backend`, with an admin kubeconfig.
+    pub async fn start(backend: Backend) -> Cluster {
+        Cluster::start_with(backend, Config::default()).await
+    }
+
+    /// Like [`Cluster::start`]; `config` is used by the embedded backend.
+    pub async fn start_with(backend: Backend, config: Config) -> Cluster {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        let server = match backend {
+            Backend::Embedded => {
+                let server = ApiServer::start(config).await.expect("API server starts");
+                server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+                Server::Embedded(server)
+            }
+            Backend::Real => {
+                let dir = dir.path().join("cluster");
+                let real = tokio::task::spawn_blocking(move || RealCluster::start(&dir))
+                    .await
+                    .expect("start task")
+                    .expect("real control plane starts");
+                std::fs::copy(real.kubeconfig(), &kubeconfig).expect("kubeconfig");
+                Server::Real(real)
+            }
+        };
+        let client = client_for(&kubeconfig).await.expect("client");
+        if let Server::Real(real) = &server {
+            real.wait_for_default_service_account(&client).await;
+        }
+        Cluster {
+            backend,
+            client,
+            kubeconfig,
+            server,
+            _dir: dir,
+        }
+    }
+
+    /// The backend it runs.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// A client with admin rights.
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// An admin kubeconfig file.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// Successful writes (create, update, patch, delete) the server has
+    /// taken from clients other than the control plane's own components.
+    pub fn writes(&self) -> u64 {
+        match &self.server {
+            Server::Embedded(server) => server.writes().total(),
+            Server::Real(real) => real.client_writes(),
+        }
+    }
+
+    /// The embedded server, when that is the backend.
+    pub fn embedded(&self) -> Option<&ApiServerHandle> {
+        match &self.server {
+            Server::Embedded(server) => Some(server),
+            Server::Real(_) => None,
+        }
+    }
+
+    /// The real control plane, when that is the backend.
+    pub fn real(&self) -> Option<&RealCluster> {
+        match &self.server {
+            Server::Embedded(_) => None,
+            Server::Real(real) => Some(real),
+        }
+    }
+
+    /// Stop the server.
+    pub async fn shutdown(self) {
+        match self.server {
+            Server::Embedded(server) => server.shutdown().await,
+            Server::Real(real) => {
+                tokio::task::spawn_blocking(move || drop(real))
+                    .await
+                    .expect("stop task");
+            }
+        }
+    }
+}
+
+/// A client from the kubeconfig file at `path`.
+pub async fn client_for(path: &Path) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// The kubectl binaries to test with: those in `GANTRY_KUBECTL` (a
+/// colon-separated list) or else Debian's (unpacked by `scripts/test`),
+/// the one built with the real control plane (its version), and the first
+/// on PATH. Panics when there is none: the kubectl suites are not to be
+/// skipped quietly.
+pub fn kubectls() -> Vec<PathBuf> {
+    let candidates: Vec<PathBuf> = match std::env::var("GANTRY_KUBECTL") {
+        Ok(list) if !list.is_empty() => list.split(':').map(PathBuf::from).collect(),
+        _ => {
+            let mut found = vec![PathBuf::from("/opt/debian-kubectl/usr/bin/kubectl")];
+            if Backend::Real.chosen() {
+                found.push(
+                    real::binaries()
+                        .expect("the real control plane builds")
+                        .join("kubectl"),
+                );
+            }
+            if let Some(path) = std::env::var_os("PATH") {
+                found.extend(
+                    std::env::split_paths(&path)
+                        .map(|dir| dir.join("kubectl"))
+                        .filter(|p| p.is_file())
+                        .take(1),
+                );
+            }
+            found
+        }
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    let kubectls: Vec<PathBuf> = candidates
+        .into_iter()
+        .filter(|p| p.is_file())
+        .filter(|p| seen.insert(p.canonicalize().unwrap_or_else(|_| p.clone())))
+        .collect();
+    assert!(
+        !kubectls.is_empty(),
+        "no kubectl found: run scripts/test (it unpacks Debian's) or set GANTRY_KUBECTL"
+    );
+    kubectls
+}

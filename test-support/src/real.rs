@@ -1,0 +1,192 @@
+//! A real control plane for one test, run by `scripts/real-cluster`.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use serde_json::Value;
+
+/// One process of the control plane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Component {
+    /// etcd.
+    Etcd,
+    /// kube-apiserver.
+    ApiServer,
+    /// kube-controller-manager.
+    ControllerManager,
+}
+
+impl Component {
+    fn name(self) -> &'static str {
+        match self {
+            Component::Etcd => "etcd",
+            Component::ApiServer => "kube-apiserver",
+            Component::ControllerManager => "kube-controller-manager",
+        }
+    }
+}
+
+/// etcd, kube-apiserver and kube-controller-manager on loopback, stopped
+/// when dropped.
+pub struct RealCluster {
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+/// Whether process `pid` runs: a zombie (killed, its parent gone, nobody
+/// reaping it) does not.
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/real-cluster")
+}
+
+fn run_script(args: &[&str], dir: &Path) -> anyhow::Result<String> {
+    let output = Command::new("bash")
+        .arg(script())
+        .args(args)
+        .arg(dir)
+        .env("GANTRY_CLUSTER_OWNER_PID", std::process::id().to_string())
+        .output()
+        .context("running scripts/real-cluster")?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        bail!("scripts/real-cluster {} failed: {stderr}", args.join(" "));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The directory of the control plane's binaries, built first if they are
+/// not cached yet.
+pub fn binaries() -> anyhow::Result<PathBuf> {
+    let output = Command::new("bash")
+        .arg(script())
+        .arg("build")
+        .output()
+        .context("running scripts/real-cluster build")?;
+    if !output.status.success() {
+        bail!(
+            "scripts/real-cluster build failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().into())
+}
+
+impl RealCluster {
+    /// Start a control plane keeping its state in `dir` (built first if
+    /// the binaries are not cached yet).
+    pub fn start(dir: &Path) -> anyhow::Result<RealCluster> {
+        let stdout = run_script(&["up"], dir)?;
+        let kubeconfig = stdout
+            .lines()
+            .last()
+            .context("scripts/real-cluster printed no kubeconfig")?
+            .into();
+        Ok(RealCluster {
+            dir: dir.to_path_buf(),
+            kubeconfig,
+        })
+    }
+
+    /// The admin kubeconfig.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// Where the cluster keeps its state and logs.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The kube-apiserver's `https://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        let port = std::fs::read_to_string(self.dir.join("ports/apiserver")).unwrap_or_default();
+        format!("https://127.0.0.1:{}", port.trim())
+    }
+
+    /// The admin's credentials as files: (CA, client certificate, key).
+    pub fn admin_identity(&self) -> (PathBuf, PathBuf, PathBuf) {
+        let pki = self.dir.join("pki");
+        (
+            pki.join("ca.crt"),
+            pki.join("admin.crt"),
+            pki.join("admin.key"),
+        )
+    }
+
+    /// SIGKILL `component`.
+    pub fn kill(&self, component: Component) {
+        let pid = std::fs::read_to_string(self.dir.join(format!("{}.pid", component.name())))
+            .expect("component was started");
+        let status = Command::new("kill")
+            .args(["-KILL", pid.trim()])
+            .status()
+            .expect("kill");
+        assert!(status.success(), "{} was not running", component.name());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while alive(pid.trim()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Start again whatever is not running (same ports, data and keys).
+    pub fn restart(&self) -> anyhow::Result<()> {
+        run_script(&["up"], &self.dir).map(drop)
+    }
+
+    /// Successful writes taken from clients other than the control plane's
+    /// own components, counted from the audit log (writes only, Metadata
+    /// level; see tests/kube/audit-policy.yaml).
+    pub fn client_writes(&self) -> u64 {
+        let Ok(file) = std::fs::File::open(self.dir.join("audit.log")) else {
+            return 0;
+        };
+        std::io::BufReader::new(file)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
+            .filter(|event| {
+                let user = event.pointer("/user/username").and_then(Value::as_str);
+                let code = event
+                    .pointer("/responseStatus/code")
+                    .and_then(Value::as_u64);
+                event["stage"] == "ResponseComplete"
+                    && matches!(code, Some(200..300))
+                    && !user.is_some_and(|u| u.starts_with("system:"))
+            })
+            .count() as u64
+    }
+
+    /// Wait until the controller manager has made the `default` namespace's
+    /// ServiceAccount: Pods cannot be created before.
+    pub(crate) async fn wait_for_default_service_account(&self, client: &kube::Client) {
+        let api = kube::Api::<ServiceAccount>::namespaced(client.clone(), "default");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !matches!(api.get_opt("default").await, Ok(Some(_))) {
+            assert!(
+                Instant::now() < deadline,
+                "no default ServiceAccount after 60 s; see {}",
+                self.dir.join("kube-controller-manager.log").display()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for RealCluster {
+    fn drop(&mut self) {
+        if let Err(e) = run_script(&["down"], &self.dir) {
+            eprintln!("{e:#}");
+        }
+    }
+}
