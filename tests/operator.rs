@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use gantry::toolchain::example_plugin;
 use gantry_tests::{
-    BINDINGS_NS, Backend, Env, backends, condition, eventually, get_json, widget_crd,
+    BINDINGS_NS, Backend, Env, GC_WAIT, backends, condition, eventually, eventually_within,
+    get_json, widget_crd,
 };
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -524,6 +525,40 @@ async fn a_parent_without_status_subresource_gets_a_warning_not_a_hot_loop(backe
     env.stop().await;
 }
 
+/// Make `ready` replicas of the StatefulSet `orders` run, as far as its
+/// status shows. The embedded server has no StatefulSet controller, so its
+/// status is set directly. On a real cluster the controller owns that
+/// status and there is no kubelet: mark its Pods Running and Ready, as a
+/// kubelet would, and let the controller count them (for 0, it deletes
+/// them itself once scaled down).
+async fn replicas_run(env: &Env, backend: Backend, ready: usize) {
+    match backend {
+        Backend::Embedded => {
+            let sets = env.api("apps/v1", "StatefulSet", "statefulsets", Some("default"));
+            let status = json!({"status": {"replicas": ready, "readyReplicas": ready}});
+            sets.patch_status("orders", &PatchParams::default(), &Patch::Merge(&status))
+                .await
+                .unwrap();
+        }
+        Backend::Real => {
+            let pods = env.api("v1", "Pod", "pods", Some("default"));
+            let running = json!({"status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}]}});
+            // OrderedReady: the controller makes orders-1 once orders-0 is ready.
+            for i in 0..ready {
+                let name = format!("orders-{i}");
+                eventually(&format!("Pod {name}"), || async {
+                    get_json(&pods, &name).await
+                })
+                .await;
+                pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(&running))
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+}
+
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn database_deletion_waits_for_the_plugin_to_finalize(backend: Backend) {
@@ -556,13 +591,7 @@ async fn database_deletion_waits_for_the_plugin_to_finalize(backend: Backend) {
 
     // Pretend two replicas run, then delete: the finalizer holds the object
     // while the plugin drains the StatefulSet.
-    sets.patch_status(
-        "orders",
-        &PatchParams::default(),
-        &Patch::Merge(&json!({"status": {"replicas": 2, "readyReplicas": 2}})),
-    )
-    .await
-    .unwrap();
+    replicas_run(&env, backend, 2).await;
     eventually("Ready", || async {
         let db = get_json(&databases, "orders").await?;
         (condition(&db, "Ready")?["status"] == "True").then_some(())
@@ -582,18 +611,12 @@ async fn database_deletion_waits_for_the_plugin_to_finalize(backend: Backend) {
     assert!(db["metadata"]["deletionTimestamp"].is_string());
     assert_eq!(condition(&db, "Ready").unwrap()["reason"], "Draining");
 
-    sets.patch_status(
-        "orders",
-        &PatchParams::default(),
-        &Patch::Merge(&json!({"status": {"replicas": 0, "readyReplicas": 0}})),
-    )
-    .await
-    .unwrap();
+    replicas_run(&env, backend, 0).await;
     eventually("Database gone", || async {
         get_json(&databases, "orders").await.is_none().then_some(())
     })
     .await;
-    eventually("children collected", || async {
+    eventually_within(GC_WAIT, "children collected", || async {
         (get_json(&sets, "orders").await.is_none() && get_json(&services, "orders").await.is_none())
             .then_some(())
     })

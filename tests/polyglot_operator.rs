@@ -10,12 +10,16 @@
 
 use std::time::{Duration, Instant};
 
+/// How long the first convergence of the four bindings may take.
+const COMPILE_WAIT: Duration = Duration::from_secs(180);
+
 use gantry::controller::OperatorOptions;
 use gantry::source::{FetchSettings, oci};
 use gantry::toolchain::{c, example_plugin, js, python, source_workspace_root};
 use gantry_tests::sources::{FileServer, Registry};
 use gantry_tests::{
-    BINDINGS_NS, Backend, Env, backends, condition, eventually, get_json, widget_crd,
+    BINDINGS_NS, Backend, Env, backends, condition, eventually, eventually_within, get_json,
+    widget_crd,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::{Value, json};
@@ -216,10 +220,13 @@ async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator(bac
     for (api_version, kind, plural, lang, digest) in &kinds {
         let name = format!("mc-{lang}");
         let parents = env.api(api_version, kind, plural, Some("default"));
-        let deployment = eventually(&format!("{lang}: the Deployment"), || async {
-            get_json(&deployments, &name).await
-        })
-        .await;
+        // Compiling the 12 MB JavaScript and 18 MB Python components takes
+        // a while on a loaded machine: this waits for correctness, not speed.
+        let deployment =
+            eventually_within(COMPILE_WAIT, &format!("{lang}: the Deployment"), || async {
+                get_json(&deployments, &name).await
+            })
+            .await;
         assert_eq!(deployment["spec"]["replicas"], 2, "{lang}");
         assert_eq!(
             deployment["spec"]["template"]["spec"]["containers"][0]["image"],

@@ -337,9 +337,9 @@ async fn broken_deployment_is_refused_and_not_stored(backend: Backend) {
         .unwrap();
     sc["readOnlyRootFilesytem"] = value;
 
-    for (what, broken) in [
-        ("replicas as a string", wrong_type),
-        ("misspelt field", misspelt),
+    for (what, field, broken) in [
+        ("replicas as a string", ".spec.replicas", wrong_type),
+        ("misspelt field", "readOnlyRootFilesytem", misspelt),
     ] {
         for params in [dry_apply(), PatchParams::apply(MANAGER).validation_strict()] {
             let err = api
@@ -347,6 +347,19 @@ async fn broken_deployment_is_refused_and_not_stored(backend: Backend) {
                 .await
                 .expect_err(what);
             match err {
+                // kube-apiserver 1.36 answers a type error in an apply
+                // patch with a 500 (kubernetes#139253, a known bug with a
+                // fix under review that makes it a 400); the embedded
+                // server answers the 4xx that fix gives. Either way the
+                // object is refused, naming the field.
+                kube::Error::Api(status)
+                    if status.code == 500
+                        && status
+                            .message
+                            .contains("failed to create typed patch object") =>
+                {
+                    assert!(status.message.contains(field), "{what}: {status:?}")
+                }
                 kube::Error::Api(status) => assert!(
                     (400..500).contains(&status.code),
                     "{what}: expected a 4xx, got {status:?}"

@@ -3,7 +3,6 @@
 //! the real control plane and `kubectl` on PATH) runs the whole suite
 //! against a fresh server.
 
-mod common;
 #[path = "common/webhook.rs"]
 mod webhook_server;
 
@@ -11,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::*;
 use gantry_test_support::{Backend, Cluster, backends, kubectls};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;

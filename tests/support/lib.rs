@@ -22,6 +22,10 @@ pub mod sources;
 pub const BINDINGS_NS: &str = "gantry-system";
 /// How long a test waits for convergence before failing.
 pub const WAIT: Duration = Duration::from_secs(30);
+/// How long a test waits for kube-controller-manager's garbage collector:
+/// it notices a new CRD's kind only at its next discovery resync (every
+/// 30 s), and Kubernetes promises no latency for collection.
+pub const GC_WAIT: Duration = Duration::from_secs(120);
 
 /// An API server with the operator running against it.
 pub struct Env {
@@ -168,12 +172,21 @@ impl Env {
 }
 
 /// Poll `check` until it returns `Some`, or fail after [`WAIT`] with `what`.
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + WAIT;
+    eventually_within(WAIT, what, check).await
+}
+
+/// Poll `check` until it returns `Some`, or fail after `wait` with `what`.
+pub async fn eventually_within<T, F, Fut>(wait: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + wait;
     loop {
         if let Some(value) = check().await {
             return value;
