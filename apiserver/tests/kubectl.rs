@@ -507,7 +507,21 @@ async fn webhooks_suite(bin: &Path, backend: Backend) {
     let cm = |name: &str| {
         format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  a: b\n")
     };
-    let err = k.fail_stdin(&["create", "-f", "-"], &cm("forbidden")).await;
+    // kube-apiserver picks up new configurations through an informer: until
+    // it has, the create goes through; undo it and try again.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let err = loop {
+        let out = k.run_stdin(&["create", "-f", "-"], &cm("forbidden")).await;
+        if !out.ok {
+            break out.stderr;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the webhooks were never called"
+        );
+        k.ok(&["delete", "configmap", "forbidden"]).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     assert!(
         err.contains(
             "admission webhook \"deny.example.com\" denied the request: configmaps named forbidden are not allowed"
