@@ -44,6 +44,21 @@ fn start_apiserver(port: u16, data: &Path, kubeconfig: &Path) -> common::Process
     child
 }
 
+/// The CA (PEM) a kubeconfig trusts.
+fn ca_of(kubeconfig: &str) -> String {
+    use base64::Engine;
+    let kc: Value = serde_yaml::from_str(kubeconfig).unwrap();
+    let data = kc["clusters"][0]["cluster"]["certificate-authority-data"]
+        .as_str()
+        .expect("the API server serves TLS");
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -98,8 +113,9 @@ async fn parents_converge_after_faults_with_nothing_lost_or_duplicated() {
 
     // Everyone talks to the API server through the proxy.
     let faults = Arc::new(Faults::default());
-    let upstream = format!("http://127.0.0.1:{port}");
-    let proxy = faults::start(upstream.clone(), faults.clone()).await;
+    let upstream = format!("https://127.0.0.1:{port}");
+    let direct = std::fs::read_to_string(&direct_kubeconfig).unwrap();
+    let proxy = faults::start(upstream.clone(), &ca_of(&direct), faults.clone()).await;
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(
         &kubeconfig,

@@ -37,7 +37,7 @@ pub struct Faults {
 #[derive(Clone)]
 struct Proxy {
     upstream: String,
-    client: Client<HttpConnector, Body>,
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Body>,
     faults: Arc<Faults>,
 }
 
@@ -121,12 +121,31 @@ async fn forward(State(proxy): State<Proxy>, request: Request) -> Response {
     Response::from_parts(parts, Body::new(body))
 }
 
-/// Start the proxy on a free loopback port in front of `upstream`
-/// (`http://127.0.0.1:PORT`); returns its address.
-pub async fn start(upstream: String, faults: Arc<Faults>) -> SocketAddr {
+/// Start the proxy (plain HTTP) on a free loopback port in front of
+/// `upstream` (`https://127.0.0.1:PORT`, whose certificate `ca_pem`
+/// signed); returns its address.
+pub async fn start(upstream: String, ca_pem: &str, faults: Arc<Faults>) -> SocketAddr {
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only()
+        .enable_http1()
+        .build();
     let proxy = Proxy {
         upstream,
-        client: Client::builder(TokioExecutor::new()).build_http(),
+        client: Client::builder(TokioExecutor::new()).build(connector),
         faults,
     };
     let app = axum::Router::new().fallback(forward).with_state(proxy);

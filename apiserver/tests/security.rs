@@ -1,0 +1,216 @@
+//! What a network client may and may not do (docs/security.md, "The embedded API
+//! server"): the token, requests from web pages, private files, input limits.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+
+use common::*;
+use gantry_apiserver::{ApiServer, ApiServerArgs, Config, StartError};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+
+fn mode(path: &std::path::Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[tokio::test]
+async fn a_default_server_requires_its_generated_token() {
+    let s = server().await;
+    let a = s.addr();
+    let token = s.token().expect("a token by default").to_string();
+    assert_ne!(Config::default().token, Config::default().token, "random");
+    let cms = "/api/v1/namespaces/default/configmaps";
+    assert_status(
+        &raw_unauthenticated(a, "GET", cms, &[], b"").await,
+        401,
+        "Unauthorized",
+    );
+    // A web page's no-cors fetch: a POST without Content-Type or token.
+    let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"csrf"}}"#;
+    let r = raw_unauthenticated(a, "POST", cms, &[], body).await;
+    assert_status(&r, 401, "Unauthorized");
+    for wrong in ["Bearer nope", "Basic Zm9vOmJhcg==", "Bearer", "bearer "] {
+        let r = raw_unauthenticated(a, "GET", cms, &[("Authorization", wrong)], b"").await;
+        assert_status(&r, 401, "Unauthorized");
+    }
+    let bearer = format!("bearer {token}");
+    let r = raw_unauthenticated(a, "GET", cms, &[("Authorization", &bearer)], b"").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // As kube's system:public-info-viewer: version and health need no token.
+    for path in ["/version", "/healthz", "/livez", "/readyz"] {
+        let r = raw_unauthenticated(a, "GET", path, &[], b"").await;
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+    }
+    // The kubeconfig and client() carry the token.
+    let kc: serde_json::Value = serde_yaml::from_str(&s.kubeconfig_yaml()).unwrap();
+    assert_eq!(kc["users"][0]["user"]["token"], token.as_str());
+    let api: Api<ConfigMap> = Api::default_namespaced(s.client());
+    assert!(
+        api.get_opt("csrf").await.unwrap().is_none(),
+        "nothing stored"
+    );
+}
+
+#[test]
+fn gantry_apiserver_generates_a_token_unless_given_one() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ApiServerArgs,
+    }
+    let generated = Cli::parse_from(["gantry-apiserver"]).args.config().token;
+    assert!(generated.is_some_and(|t| t.len() >= 32));
+    let given = Cli::parse_from(["gantry-apiserver", "--token", "T"])
+        .args
+        .config();
+    assert_eq!(given.token.as_deref(), Some("T"));
+}
+
+#[tokio::test]
+async fn requests_from_web_pages_are_refused() {
+    let s = server().await;
+    let a = s.addr();
+    let port = a.port();
+    let path = "/api/v1/namespaces";
+    // DNS rebinding: the page's own name resolves to 127.0.0.1.
+    for host in [
+        "evil.example".to_string(),
+        format!("evil.example:{port}"),
+        format!("127.0.0.1.nip.io:{port}"),
+    ] {
+        let r = raw(a, "GET", path, &[("Host", &host)], b"").await;
+        assert_status(&r, 403, "Forbidden");
+        assert!(
+            r.body.contains("requests from web pages are refused"),
+            "{}",
+            r.body
+        );
+    }
+    // Cross-site: a page elsewhere posting here, token or not.
+    for origin in ["https://evil.example", "null"] {
+        let r = raw(a, "GET", path, &[("Origin", origin)], b"").await;
+        assert_status(&r, 403, "Forbidden");
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        "localhost".to_string(),
+    ] {
+        let r = raw(a, "GET", path, &[("Host", &host)], b"").await;
+        assert_eq!(r.status, 200, "{host}: {}", r.body);
+    }
+    let origin = format!("http://localhost:{port}");
+    let r = raw(a, "GET", path, &[("Origin", &origin)], b"").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+#[tokio::test]
+async fn no_token_is_refused_beyond_loopback() {
+    let config = Config {
+        listen: "0.0.0.0:0".parse().unwrap(),
+        token: None,
+        ..Default::default()
+    };
+    assert!(matches!(
+        ApiServer::start(config).await,
+        Err(StartError::NoToken(_))
+    ));
+}
+
+#[tokio::test]
+async fn kubeconfig_and_data_are_written_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    std::fs::write(&kc, "old").unwrap();
+    std::fs::set_permissions(&kc, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let data = dir.path().join("new/data");
+    let s = server_with(Config {
+        data_dir: Some(data.clone()),
+        ..Default::default()
+    })
+    .await;
+    s.write_kubeconfig(&kc).unwrap();
+    assert_eq!(mode(&kc), 0o600);
+    assert_eq!(std::fs::read_to_string(&kc).unwrap(), s.kubeconfig_yaml());
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "no temporary file left: {names:?}");
+    assert_eq!(mode(&data), 0o700);
+    for file in [
+        "gantry.redb",
+        "token",
+        "tls/tls.key",
+        "tls/tls.crt",
+        "tls/ca.crt",
+    ] {
+        assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(data.join("token")).unwrap(),
+        s.token().unwrap()
+    );
+    let ca = s.ca_pem().unwrap().to_string();
+    s.shutdown().await;
+    // A data file left readable by an older version is narrowed.
+    std::fs::set_permissions(
+        data.join("gantry.redb"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let s = server_with(Config {
+        data_dir: Some(data.clone()),
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(mode(&data.join("gantry.redb")), 0o600);
+    assert_eq!(
+        s.ca_pem(),
+        Some(ca.as_str()),
+        "the CA is kept across restarts"
+    );
+    s.shutdown().await;
+    // `gantry apiserver --data-dir` uses the kept token again.
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ApiServerArgs,
+    }
+    let args = Cli::parse_from(["x", "--data-dir", data.to_str().unwrap()]).args;
+    assert_eq!(
+        args.config().token.unwrap(),
+        std::fs::read_to_string(data.join("token")).unwrap()
+    );
+}
+
+#[tokio::test]
+async fn the_server_speaks_tls_and_the_kubeconfig_trusts_it() {
+    let s = server().await;
+    assert!(s.url().starts_with("https://127.0.0.1:"), "{}", s.url());
+    let kc: serde_json::Value = serde_yaml::from_str(&s.kubeconfig_yaml()).unwrap();
+    let cluster = &kc["clusters"][0]["cluster"];
+    assert_eq!(cluster["server"], s.url().as_str());
+    assert!(cluster["certificate-authority-data"].is_string());
+    // Plain HTTP on the TLS port gets no answer.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(s.addr()).await.unwrap();
+    tcp.write_all(b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![];
+    let _ = tcp.read_to_end(&mut buf).await;
+    assert!(!String::from_utf8_lossy(&buf).contains("200 OK"));
+    // kube-rs through the kubeconfig.
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let api: Api<ConfigMap> = Api::default_namespaced(kube::Client::try_from(config).unwrap());
+    api.list(&Default::default()).await.unwrap();
+}
