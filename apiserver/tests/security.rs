@@ -214,3 +214,102 @@ async fn the_server_speaks_tls_and_the_kubeconfig_trusts_it() {
     let api: Api<ConfigMap> = Api::default_namespaced(kube::Client::try_from(config).unwrap());
     api.list(&Default::default()).await.unwrap();
 }
+
+#[tokio::test]
+async fn deeply_nested_bodies_are_refused_before_parsing() {
+    let s = server().await;
+    let a = s.addr();
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let cm = format!("{cms}/x");
+    let rv0 = current_rv(a).await;
+    let yaml = format!("x: {}", "[".repeat(100_000));
+    let json = format!("{{\"x\":{}", "[".repeat(100_000));
+    let cases: Vec<(&str, &str, &str, &str)> = vec![
+        ("POST", cms, "application/yaml", &yaml),
+        ("PUT", &cm, "application/yaml", &yaml),
+        ("PATCH", &cm, "application/apply-patch+yaml", &yaml),
+        ("POST", cms, "application/json", &json),
+        ("POST", cms, "", &json),
+        ("PATCH", &cm, "application/merge-patch+json", &json),
+        (
+            "PATCH",
+            &cm,
+            "application/strategic-merge-patch+json",
+            &json,
+        ),
+        ("PATCH", &cm, "application/json-patch+json", &json),
+        ("PATCH", &cm, "application/apply-patch+yaml", &json),
+    ];
+    for (method, path, content_type, body) in cases {
+        let headers: Vec<(&str, &str)> = if content_type.is_empty() {
+            vec![]
+        } else {
+            vec![("Content-Type", content_type)]
+        };
+        let r = raw(a, method, path, &headers, body.as_bytes()).await;
+        let st = assert_status(&r, 400, "BadRequest");
+        assert!(
+            st["message"]
+                .as_str()
+                .unwrap()
+                .contains("exceeded max depth of 128"),
+            "{method} {content_type}: {st}"
+        );
+    }
+    assert_eq!(current_rv(a).await, rv0, "nothing written");
+}
+
+#[tokio::test]
+async fn nesting_within_the_limit_and_brackets_in_text_are_fine() {
+    let s = server().await;
+    let a = s.addr();
+    // Brackets in quoted, plain and block scalars are text, however many.
+    let dashboard = format!("[{}0]", "{\"a\":{\"b\":[1]}},".repeat(300));
+    let yaml = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: text\ndata:\n  quoted: '{q}'\n  plain: x{q}\n  dash.json: |\n    {dashboard}\n  nested: \"{n}\"\n",
+        q = "[[[[{{{{".repeat(40),
+        n = "[".repeat(200),
+    );
+    let r = raw(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &[("Content-Type", "application/yaml")],
+        yaml.as_bytes(),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.json()["data"]["dash.json"], format!("{dashboard}\n"));
+}
+
+/// Measurement, not a check (timings vary): GET /version latency while four
+/// 100 KB nested bodies are decoded. `cargo test --test security -- --ignored`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn measure_version_latency_under_nested_bodies() {
+    let s = server().await;
+    let a = s.addr();
+    let yaml = format!("x: {}", "[".repeat(100_000));
+    let attacks: Vec<_> = (0..4)
+        .map(|_| {
+            let body = yaml.clone();
+            tokio::spawn(async move {
+                let t = std::time::Instant::now();
+                let path = "/api/v1/namespaces/default/configmaps";
+                let headers = [("Content-Type", "application/yaml")];
+                raw(a, "POST", path, &headers, body.as_bytes()).await;
+                t.elapsed()
+            })
+        })
+        .collect();
+    let mut worst = std::time::Duration::ZERO;
+    while !attacks.iter().all(|t| t.is_finished()) {
+        let t = std::time::Instant::now();
+        raw(a, "GET", "/version", &[], b"").await;
+        worst = worst.max(t.elapsed());
+    }
+    for t in attacks {
+        eprintln!("nested request answered in {:?}", t.await.unwrap());
+    }
+    eprintln!("worst GET /version: {worst:?}");
+}

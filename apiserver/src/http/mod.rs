@@ -5,6 +5,7 @@
 //! [`request::ResourceRequest`] and dispatched to [`crate::handlers`] by verb.
 
 pub mod body;
+pub mod depth;
 pub mod request;
 pub mod respond;
 
@@ -147,6 +148,14 @@ async fn resource(
         Ok(b) => b,
         Err(e) => return error_response(&e),
     };
+    let content_type = parts
+        .headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if let Err(e) = depth::check(content_type, &bytes) {
+        return error_response(&e);
+    }
     let verb = match Verb::of(&parts.method, parsed.name.is_some(), &query) {
         Some(v) => v,
         None => {
