@@ -313,3 +313,92 @@ async fn measure_version_latency_under_nested_bodies() {
     }
     eprintln!("worst GET /version: {worst:?}");
 }
+
+#[tokio::test]
+async fn field_managers_are_validated_as_kube_does() {
+    let s = server().await;
+    let a = s.addr();
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let body = serde_json::to_vec(&configmap("fm", serde_json::json!({}))).unwrap();
+    let json = [("Content-Type", "application/json")];
+    let long = "m".repeat(129);
+    let r = raw(
+        a,
+        "POST",
+        &format!("{cms}?fieldManager={long}"),
+        &json,
+        &body,
+    )
+    .await;
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes"
+    );
+    assert_eq!(
+        st["details"]["causes"][0],
+        serde_json::json!({"reason": "FieldValueTooLong", "message": "Too long: may not be more than 128 bytes", "field": "fieldManager"})
+    );
+    let ok = "m".repeat(128);
+    let r = raw(a, "POST", &format!("{cms}?fieldManager={ok}"), &json, &body).await;
+    assert_eq!(r.status, 201, "{:.300}", r.body);
+    let apply = [("Content-Type", "application/apply-patch+yaml")];
+    let r = raw(
+        a,
+        "PATCH",
+        &format!("{cms}/fm?fieldManager=a%01b"),
+        &apply,
+        b"{apiVersion: v1, kind: ConfigMap, metadata: {name: fm}}",
+    )
+    .await;
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        r#"PatchOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\x01b": invalid character U+0001 (at position 1)"#
+    );
+    let r = raw(
+        a,
+        "PUT",
+        &format!("{cms}/fm?fieldManager=tab%09"),
+        &json,
+        &body,
+    )
+    .await;
+    let st = assert_status(&r, 422, "Invalid");
+    assert!(
+        st["message"].as_str().unwrap().starts_with(
+            "UpdateOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \"tab\\t\""
+        ),
+        "{st}"
+    );
+}
+
+#[tokio::test]
+async fn objects_over_etcds_request_limit_are_refused() {
+    let s = server().await;
+    let a = s.addr();
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let big = configmap("big", serde_json::json!({"k": "x".repeat(1_600_000)}));
+    let r = req(a, "POST", cms, Some(&big)).await;
+    assert_eq!(r.status, 500, "{:.300}", r.body);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "etcdserver: request is too large", "code": 500})
+    );
+    let fits = configmap("fits", serde_json::json!({"k": "x".repeat(1_400_000)}));
+    let r = req(a, "POST", cms, Some(&fits)).await;
+    assert_eq!(r.status, 201, "{:.300}", r.body);
+    // Growing past the limit by a patch.
+    let grow = format!(r#"{{"data":{{"more":"{}"}}}}"#, "y".repeat(300_000));
+    let r = raw(
+        a,
+        "PATCH",
+        &format!("{cms}/fits"),
+        &[("Content-Type", "application/merge-patch+json")],
+        grow.as_bytes(),
+    )
+    .await;
+    assert_eq!(r.status, 500, "{:.300}", r.body);
+    assert_eq!(r.json()["message"], "etcdserver: request is too large");
+}
