@@ -107,7 +107,16 @@ impl App {
         } else {
             self.store.commit(f)
         };
-        let (out, events) = result.map_err(|e| ApiError::Internal(e.to_string()))??;
+        let (out, events) = result.map_err(|e| match e {
+            // kube passes etcd's error through as a Status without a reason.
+            crate::storage::StoreError::TooLarge => {
+                ApiError::Rejected(Box::new(serde_json::json!({
+                    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": e.to_string(), "code": 500,
+                })))
+            }
+            e => ApiError::Internal(e.to_string()),
+        })??;
         if !events.is_empty() {
             self.after_commit(&events);
         }

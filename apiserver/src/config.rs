@@ -7,6 +7,9 @@ use std::time::Duration;
 /// Largest accepted request body (kube-apiserver's limit: 3 MiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
+/// The file in the data directory that keeps the token (mode 0600).
+pub const TOKEN_FILE: &str = "token";
+
 /// How an [`crate::ApiServer`] runs.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -14,7 +17,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Durable storage directory; in-memory when None.
     pub data_dir: Option<PathBuf>,
-    /// Bearer token required on every request, when set.
+    /// Bearer token every request must carry ([`Default`]: a fresh random one).
+    /// None: no authentication, allowed only on a loopback `listen`.
     pub token: Option<String>,
     /// Number of watch events retained; watches from older resourceVersions get 410.
     pub watch_history: usize,
@@ -22,6 +26,9 @@ pub struct Config {
     pub bookmark_interval: Duration,
     /// Largest accepted request body; larger ones get 413.
     pub max_body_bytes: usize,
+    /// Serve HTTPS with a CA and certificate made at start (the default); plain
+    /// HTTP when false. kubectl sends the token only over HTTPS.
+    pub tls: bool,
 }
 
 impl Default for Config {
@@ -29,10 +36,11 @@ impl Default for Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: None,
-            token: None,
+            token: Some(crate::access::new_token()),
             watch_history: 10_000,
             bookmark_interval: Duration::from_secs(10),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            tls: true,
         }
     }
 }
@@ -49,7 +57,8 @@ pub struct ApiServerArgs {
     /// Where to write a kubeconfig for this server.
     #[arg(long)]
     pub kubeconfig_out: Option<PathBuf>,
-    /// Bearer token required on every request.
+    /// Bearer token required on every request (default: the one kept in the data
+    /// directory, else a new random one; written in the kubeconfig).
     #[arg(long)]
     pub token: Option<String>,
     /// Number of watch events retained for watches that resume from a resourceVersion.
@@ -58,12 +67,22 @@ pub struct ApiServerArgs {
 }
 
 impl ApiServerArgs {
+    /// The token kept in the data directory by an earlier run, else a new one.
+    fn kept_token(&self) -> String {
+        self.data_dir
+            .as_ref()
+            .and_then(|d| std::fs::read_to_string(d.join(TOKEN_FILE)).ok())
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(crate::access::new_token)
+    }
+
     /// The server configuration these arguments describe.
     pub fn config(&self) -> Config {
         Config {
             listen: self.listen,
             data_dir: self.data_dir.clone(),
-            token: self.token.clone(),
+            token: Some(self.token.clone().unwrap_or_else(|| self.kept_token())),
             watch_history: self.watch_history,
             ..Config::default()
         }

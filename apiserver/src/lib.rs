@@ -13,6 +13,7 @@
 //! - [`admission`]: calls the admission webhooks of webhook configurations.
 //! - [`gc`]: garbage collector, namespace and CRD cleanup controllers.
 
+pub mod access;
 pub mod admission;
 pub mod app;
 pub mod config;
@@ -23,8 +24,10 @@ pub mod handlers;
 pub mod hooks;
 pub mod http;
 pub mod kubeconfig;
+pub mod listener;
 pub mod objects;
 pub mod openapi;
+pub mod private_file;
 pub mod protobuf;
 pub mod registry;
 pub mod selectors;
@@ -32,6 +35,7 @@ pub mod server;
 pub mod status;
 pub mod storage;
 pub mod table;
+pub mod tls;
 
 pub use app::WriteCounts;
 pub use config::{ApiServerArgs, Config};

@@ -19,6 +19,7 @@ pub struct ApiServer;
 pub struct ApiServerHandle {
     app: Arc<App>,
     addr: SocketAddr,
+    tls: Option<Arc<crate::tls::Identity>>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -29,6 +30,20 @@ pub enum StartError {
     /// The store could not be opened.
     #[error(transparent)]
     Store(#[from] crate::storage::StoreError),
+    /// No token was configured for a listen address beyond loopback.
+    #[error("refusing to serve {0} without a token: only loopback may go unauthenticated")]
+    NoToken(SocketAddr),
+    /// A private file (the token) could not be written.
+    #[error("writing {path}: {source}")]
+    Write {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The TLS identity could not be made.
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
     /// The listen address could not be bound.
     #[error("binding {addr}: {source}")]
     Bind {
@@ -78,6 +93,13 @@ fn bootstrap(app: &App) {
 impl ApiServer {
     /// Starts a server on `config.listen` (port 0: any free port).
     pub async fn start(config: Config) -> Result<ApiServerHandle, StartError> {
+        if let Some(warning) = crate::access::exposure_warning(config.listen) {
+            if config.token.is_none() {
+                return Err(StartError::NoToken(config.listen));
+            }
+            tracing::warn!("{warning}");
+            eprintln!("{warning}");
+        }
         let data_dir = config.data_dir.clone();
         let history = config.watch_history;
         let store = match data_dir {
@@ -122,21 +144,35 @@ impl ApiServer {
             ..Arc::into_inner(app).expect("sole owner")
         });
         let router = crate::http::router(app.clone());
-        let mut srv_stop = stop_rx.clone();
-        let server = tokio::spawn(async move {
-            let res = axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = srv_stop.changed().await;
-                })
-                .await;
-            if let Err(e) = res {
-                tracing::error!("apiserver stopped: {e}");
-            }
-        });
+        let tls = match (&config.data_dir, config.tls) {
+            (_, false) => None,
+            (Some(dir), true) => Some(crate::tls::Identity::load_or_generate(
+                &dir.join("tls"),
+                config.listen,
+            )?),
+            (None, true) => Some(crate::tls::Identity::generate(config.listen)?),
+        }
+        .map(Arc::new);
+        if let (Some(dir), Some(token)) = (&config.data_dir, &config.token) {
+            // `gantry apiserver --data-dir D` uses it again after a restart.
+            crate::private_file::write(&dir.join(crate::config::TOKEN_FILE), token.as_bytes())
+                .map_err(|source| StartError::Write {
+                    path: dir.join(crate::config::TOKEN_FILE),
+                    source,
+                })?;
+        }
+        let server_tls = tls.as_ref().map(|t| t.server_config()).transpose()?;
+        let server = tokio::spawn(crate::listener::serve(
+            listener,
+            server_tls,
+            router,
+            stop_rx.clone(),
+        ));
         let gc = tokio::spawn(crate::gc::run(app.clone(), stop_rx));
         Ok(ApiServerHandle {
             app,
             addr,
+            tls,
             stop,
             tasks: vec![server, gc],
         })
@@ -149,25 +185,41 @@ impl ApiServerHandle {
         self.addr
     }
 
-    /// `http://127.0.0.1:port`.
+    /// `https://127.0.0.1:port` (`http://` without TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
-    /// A kubeconfig for this server.
+    /// The CA that signed the server's certificate (PEM), when serving TLS.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.tls.as_deref().map(|t| t.ca_pem.as_str())
+    }
+
+    /// A kubeconfig for this server: its URL, CA and token.
     pub fn kubeconfig_yaml(&self) -> String {
-        crate::kubeconfig::kubeconfig_yaml(&self.url(), self.app.config.token.as_deref())
+        crate::kubeconfig::kubeconfig_yaml(
+            &self.url(),
+            self.app.config.token.as_deref(),
+            self.ca_pem(),
+        )
     }
 
-    /// Writes the kubeconfig to `path`.
+    /// Writes the kubeconfig to `path`: mode 0600, atomically (it holds the token).
     pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
-        std::fs::write(path.as_ref(), self.kubeconfig_yaml())
+        crate::private_file::write(path.as_ref(), self.kubeconfig_yaml().as_bytes())
+    }
+
+    /// The bearer token clients must send (None: no authentication).
+    pub fn token(&self) -> Option<&str> {
+        self.app.config.token.as_deref()
     }
 
     /// A kube-rs client for this server (default namespace `default`).
     pub fn client(&self) -> kube::Client {
         let mut cfg = kube::Config::new(self.url().parse().expect("valid url"));
         cfg.default_namespace = "default".into();
+        cfg.root_cert = self.tls.as_deref().map(|t| vec![t.ca_der.clone()]);
         if let Some(t) = &self.app.config.token {
             cfg.auth_info.token = Some(t.clone().into());
         }

@@ -311,6 +311,24 @@ impl ApiError {
     }
 }
 
+/// kube's `storage.NewTooLargeResourceVersionError`: a 504 Timeout with cause
+/// `ResourceVersionTooLarge` (clients relist on it), retry after 1 s.
+pub fn too_large_resource_version(requested: u64, current: u64) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": format!("Timeout: Too large resource version: {requested}, current: {current}"),
+        "reason": "Timeout",
+        "details": {
+            "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
+            "retryAfterSeconds": 1,
+        },
+        "code": 504,
+    })
+}
+
 /// `plural` or `plural.group`, as kube prints a GroupResource.
 pub fn qualified(group: &str, plural: &str) -> String {
     if group.is_empty() {

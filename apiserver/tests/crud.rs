@@ -430,9 +430,9 @@ async fn token_auth() {
         ..Default::default()
     })
     .await;
-    let r = req(s.addr(), "GET", "/api/v1/namespaces", None).await;
+    let r = raw_unauthenticated(s.addr(), "GET", "/api/v1/namespaces", &[], b"").await;
     assert_status(&r, 401, "Unauthorized");
-    let r = raw(
+    let r = raw_unauthenticated(
         s.addr(),
         "GET",
         "/api/v1/namespaces",

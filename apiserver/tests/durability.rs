@@ -27,13 +27,15 @@ fn spawn(dir: &std::path::Path) -> (Child, SocketAddr) {
         .rsplit(' ')
         .next()
         .unwrap()
-        .trim_start_matches("http://")
+        .trim_start_matches("https://")
         .to_string();
-    (
-        child,
-        url.parse()
-            .unwrap_or_else(|_| panic!("address in {line:?}")),
-    )
+    let addr: SocketAddr = url
+        .parse()
+        .unwrap_or_else(|_| panic!("address in {line:?}"));
+    // The kubeconfig (next to the data) is written before the address is printed.
+    let kubeconfig = std::fs::read_to_string(dir.join("kubeconfig")).unwrap();
+    remember_kubeconfig(addr, &kubeconfig);
+    (child, addr)
 }
 
 #[tokio::test]
@@ -51,13 +53,14 @@ async fn acknowledged_writes_survive_kill_9() {
     // Writes race with the kill; every acknowledged one must be there afterwards.
     let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, u64)>::new()));
     let log = acked.clone();
+    let token = token_for(a).unwrap();
     let writer = tokio::spawn(async move {
         for i in 0.. {
             let path = "/api/v1/namespaces/default/configmaps";
             let body =
                 serde_json::to_vec(&configmap(&format!("cm{i}"), json!({"i": i.to_string()})))
                     .unwrap();
-            match raw_or_err(a, path, &body).await {
+            match raw_or_err(a, &token, path, &body).await {
                 Some((201, rv)) => log.lock().unwrap().push((format!("cm{i}"), rv)),
                 _ => break,
             }
@@ -120,11 +123,11 @@ async fn acknowledged_writes_survive_kill_9() {
 }
 
 /// POSTs a body; Some((status, resourceVersion)) when a full response arrived.
-async fn raw_or_err(a: SocketAddr, path: &str, body: &[u8]) -> Option<(u16, u64)> {
+async fn raw_or_err(a: SocketAddr, token: &str, path: &str, body: &[u8]) -> Option<(u16, u64)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(a).await.ok()?;
+    let mut s = try_connect(a).await?;
     let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nHost: {a}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     s.write_all(head.as_bytes()).await.ok()?;
@@ -156,7 +159,7 @@ async fn sigterm_stops_the_server_cleanly_and_data_stays() {
     );
     let kc = std::fs::read_to_string(dir.path().join("kubeconfig"))
         .expect("kubeconfig next to the data");
-    assert!(kc.contains(&format!("http://{a}")));
+    assert!(kc.contains(&format!("https://{a}")));
     let ok = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

@@ -570,3 +570,68 @@ async fn watch_one_object_by_path_or_field_selector() {
         assert_eq!(names, vec!["one"], "{path}");
     }
 }
+
+/// kube's cacher waits up to 3 s for a future resourceVersion, then answers
+/// with one ERROR event (storage.NewTooLargeResourceVersionError): clients relist.
+#[tokio::test]
+async fn watch_from_a_future_resource_version_is_too_large() {
+    let s = server().await;
+    let a = s.addr();
+    let rv = current_rv(a).await;
+    let watches = [rv + 1000, u64::MAX].map(|future| async move {
+        let path =
+            format!("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={future}");
+        (future, raw(a, "GET", &path, &[], b"").await)
+    });
+    for (future, r) in futures::future::join_all(watches).await {
+        assert_eq!(r.status, 200, "{}", r.body);
+        let lines: Vec<&str> = r.body.lines().collect();
+        assert_eq!(lines.len(), 1, "{}", r.body);
+        let ev: Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(ev["type"], "ERROR");
+        assert_eq!(
+            ev["object"],
+            json!({
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": format!("Timeout: Too large resource version: {future}, current: {rv}"),
+                "reason": "Timeout",
+                "details": {
+                    "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                    "retryAfterSeconds": 1
+                },
+                "code": 504
+            })
+        );
+    }
+}
+
+/// A resourceVersion reached within the wait is watched as usual.
+#[tokio::test]
+async fn watch_from_a_soon_reached_resource_version_waits_for_it() {
+    let s = server().await;
+    let a = s.addr();
+    let rv = current_rv(a).await;
+    let path = format!(
+        "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={}&timeoutSeconds=2",
+        rv + 1
+    );
+    let watch = tokio::spawn(async move { raw(a, "GET", &path, &[], b"").await });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    for name in ["one", "two"] {
+        let body = configmap(name, json!({}));
+        req(
+            a,
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            Some(&body),
+        )
+        .await;
+    }
+    let r = watch.await.unwrap();
+    let names: Vec<Value> = r
+        .body
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["object"]["metadata"]["name"].clone())
+        .collect();
+    assert_eq!(names, vec![json!("two")], "{}", r.body);
+}

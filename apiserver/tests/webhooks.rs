@@ -134,7 +134,8 @@ async fn mutating_patch_is_stored_and_the_review_is_complete() {
     assert_eq!(q["name"], "x");
     assert_eq!(q["namespace"], "default");
     assert_eq!(q["operation"], "CREATE");
-    assert_eq!(q["userInfo"]["username"], "system:anonymous");
+    // Requests carry the server's token: the admin user.
+    assert_eq!(q["userInfo"]["username"], "gantry-admin");
     assert_eq!(q["object"]["data"]["k"], "v");
     assert_eq!(q["object"]["metadata"]["namespace"], "default");
     assert!(q["oldObject"].is_null());

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use base64::Engine;
 use common::faults::{self, Faults, Upstream};
 use common::{Backend, NAMESPACE, backends, gantry_run, wait_for};
 use gantry_test_support::{Component, RealCluster};
@@ -86,14 +87,31 @@ impl Server {
 
     fn upstream(&self) -> Upstream {
         match self {
-            Server::Embedded { port, .. } => Upstream {
-                url: format!("http://127.0.0.1:{port}"),
-                tls: None,
-            },
-            Server::Real(real) => Upstream {
-                url: real.url(),
-                tls: Some(real.admin_identity()),
-            },
+            Server::Embedded {
+                port, kubeconfig, ..
+            } => {
+                let kubeconfig: Value =
+                    serde_yaml::from_str(&std::fs::read_to_string(kubeconfig).unwrap()).unwrap();
+                let field = |f: &str| kubeconfig.pointer(f).and_then(Value::as_str).unwrap();
+                let ca = base64::engine::general_purpose::STANDARD
+                    .decode(field("/clusters/0/cluster/certificate-authority-data"))
+                    .unwrap();
+                Upstream {
+                    url: format!("https://127.0.0.1:{port}"),
+                    ca_pem: String::from_utf8(ca).unwrap(),
+                    identity: None,
+                    token: Some(field("/users/0/user/token").to_string()),
+                }
+            }
+            Server::Real(real) => {
+                let (ca, cert, key) = real.admin_identity();
+                Upstream {
+                    url: real.url(),
+                    ca_pem: std::fs::read_to_string(ca).unwrap(),
+                    identity: Some((cert, key)),
+                    token: None,
+                }
+            }
         }
     }
 

@@ -19,6 +19,7 @@ use crate::status::{ApiError, ApiResult};
 pub async fn dispatch(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     if r.verb.is_write() {
         r.check_dry_run()?;
+        r.check_field_manager()?;
     }
     match (r.verb, r.subresource.as_deref()) {
         (Verb::Get, Some("scale")) => scale::get(app, r).await,

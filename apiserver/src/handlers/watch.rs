@@ -2,7 +2,8 @@
 //!
 //! Starts either from a snapshot (no resourceVersion, `0`, or `sendInitialEvents`)
 //! emitting synthetic ADDED events, or from the retained history after a given
-//! resourceVersion (410 when it is older than the history window). Selectors are
+//! resourceVersion (410 when it is older than the history window; a future one is
+//! waited for 3 s, then answered "Too large resource version" as kube does). Selectors are
 //! applied with transitions: an object that stops matching is sent as DELETED,
 //! one that starts matching as ADDED.
 
@@ -151,6 +152,11 @@ pub async fn watch(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
         let rv: u64 = rv_param
             .parse()
             .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv_param}")))?;
+        if let Err(current) = wait_for_rv(app, rv).await {
+            let status = crate::status::too_large_resource_version(rv, current);
+            initial.push(w.line("ERROR", &status));
+            return Ok(stream_response(Body::from(initial.concat())));
+        }
         match app.store.subscribe_from(rv) {
             Subscription::Ok { backlog, live } => (backlog, live, rv),
             Subscription::Expired { oldest } => {
@@ -187,6 +193,26 @@ pub async fn watch(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
             .map(|b| (Ok::<Bytes, std::io::Error>(b), rx))
     });
     Ok(stream_response(Body::from_stream(stream)))
+}
+
+/// How long a watch waits for a future resourceVersion (kube's cacher: 3 s).
+const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
+
+/// Waits until the store reaches `rv`, at most [`FRESHNESS_WAIT`];
+/// `Err(current)` when it does not.
+async fn wait_for_rv(app: &App, rv: u64) -> Result<(), u64> {
+    let mut live = app.store.subscribe();
+    let deadline = tokio::time::Instant::now() + FRESHNESS_WAIT;
+    loop {
+        let current = app.store.rv();
+        if current >= rv {
+            return Ok(());
+        }
+        match tokio::time::timeout_at(deadline, live.recv()).await {
+            Ok(Ok(_) | Err(broadcast::error::RecvError::Lagged(_))) => {}
+            Ok(Err(broadcast::error::RecvError::Closed)) | Err(_) => return Err(current),
+        }
+    }
 }
 
 fn stream_response(body: Body) -> Response {

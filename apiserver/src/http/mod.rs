@@ -1,10 +1,11 @@
 //! HTTP: the router, request parsing, body decoding, responses.
 //!
-//! Every request enters [`handle`]: authentication, then non-resource paths
+//! Every request enters [`handle`]: [`crate::access`] checks, then non-resource paths
 //! (version, discovery, openapi), then resource paths which are parsed into a
 //! [`request::ResourceRequest`] and dispatched to [`crate::handlers`] by verb.
 
 pub mod body;
+pub mod depth;
 pub mod request;
 pub mod respond;
 
@@ -27,17 +28,6 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new().fallback(handle).with_state(app)
 }
 
-fn authorized(app: &App, req: &Request<Body>) -> bool {
-    let Some(token) = &app.config.token else {
-        return true;
-    };
-    req.headers()
-        .get(hyper::header::AUTHORIZATION)
-        .and_then(|h| h.to_str().ok())
-        .and_then(|h| h.strip_prefix("Bearer "))
-        .is_some_and(|t| t.trim() == token)
-}
-
 /// Handles one request (and logs it at debug level).
 pub async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response {
     let (method, uri) = (req.method().clone(), req.uri().clone());
@@ -47,8 +37,8 @@ pub async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response
 }
 
 async fn route(app: Arc<App>, req: Request<Body>) -> Response {
-    if !authorized(&app, &req) {
-        return error_response(&ApiError::Unauthorized);
+    if let Err(e) = crate::access::check(&app.config, app.config.listen, &req) {
+        return error_response(&e);
     }
     let path = req.uri().path().to_string();
     let segs: Vec<String> = path
@@ -158,6 +148,14 @@ async fn resource(
         Ok(b) => b,
         Err(e) => return error_response(&e),
     };
+    let content_type = parts
+        .headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if let Err(e) = depth::check(content_type, &bytes) {
+        return error_response(&e);
+    }
     let verb = match Verb::of(&parts.method, parsed.name.is_some(), &query) {
         Some(v) => v,
         None => {

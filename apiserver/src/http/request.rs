@@ -176,6 +176,20 @@ impl ResourceRequest {
         Ok(())
     }
 
+    /// Validates `?fieldManager=` as kube does (length, printable characters).
+    pub fn check_field_manager(&self) -> ApiResult<()> {
+        let options = match self.verb {
+            Verb::Create => "CreateOptions",
+            Verb::Update => "UpdateOptions",
+            Verb::Patch => "PatchOptions",
+            _ => return Ok(()),
+        };
+        match self.query.get("fieldManager") {
+            Some(m) => crate::objects::field_manager_name::validate(m, options),
+            None => Ok(()),
+        }
+    }
+
     /// The field manager: `?fieldManager=`, else derived from the User-Agent as kube does
     /// (the part before the first `/`).
     pub fn field_manager(&self) -> String {

@@ -4,6 +4,7 @@
 pub mod admission;
 pub mod defaults;
 pub mod events;
+pub mod field_manager_name;
 pub mod fieldmanager;
 pub mod lifecycle;
 pub mod meta;

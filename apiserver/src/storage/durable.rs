@@ -44,9 +44,12 @@ type Loaded = (Durable, BTreeMap<String, Value>, u64);
 
 impl Durable {
     /// Opens (creating) `dir/gantry.redb` and loads every object and the last RV.
+    /// A new `dir` is created 0700 and the file is kept 0600: it holds Secrets.
     pub(super) fn open(dir: &Path) -> Result<Loaded, DurableError> {
-        std::fs::create_dir_all(dir)?;
-        let db = Database::create(dir.join("gantry.redb")).map_err(redb_err)?;
+        crate::private_file::create_dir(dir)?;
+        let file = dir.join("gantry.redb");
+        crate::private_file::ensure(&file)?;
+        let db = Database::create(file).map_err(redb_err)?;
         {
             let w = db.begin_write().map_err(redb_err)?;
             w.open_table(OBJECTS).map_err(redb_err)?;

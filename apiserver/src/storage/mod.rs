@@ -121,9 +121,15 @@ impl State {
     }
 }
 
+/// Largest stored object, as JSON: etcd's default request limit (1.5 MiB).
+pub const MAX_OBJECT_BYTES: usize = 3 * 1024 * 1024 / 2;
+
 /// Errors of [`Store::open`] and commits.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// An object is larger than [`MAX_OBJECT_BYTES`] (etcd's message).
+    #[error("etcdserver: request is too large")]
+    TooLarge,
     /// The durable backend failed.
     #[error("storage: {0}")]
     Durable(#[from] DurableError),
@@ -257,6 +263,12 @@ impl Store {
         if writes.is_empty() {
             return Ok(Ok((out, vec![])));
         }
+        if writes.iter().any(|w| match w {
+            Write::Put(_, obj) | Write::DeleteAs(_, obj) => json_len(obj) > MAX_OBJECT_BYTES,
+            Write::Delete(_) => false,
+        }) {
+            return Err(StoreError::TooLarge);
+        }
         let mut rv = s.rv;
         let mut events = Vec::with_capacity(writes.len());
         for w in writes {
@@ -359,6 +371,23 @@ impl Store {
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.events.subscribe()
     }
+}
+
+/// The length of `obj` as JSON, without building the text.
+fn json_len(obj: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, obj);
+    count.0
 }
 
 fn set_rv(obj: &mut Value, rv: u64) {

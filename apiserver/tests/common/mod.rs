@@ -2,7 +2,9 @@
 //! for exact status/header checks, and small object builders.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
 use serde_json::{Value, json};
@@ -13,9 +15,72 @@ pub async fn server() -> ApiServerHandle {
     server_with(Config::default()).await
 }
 
-/// Starts a server with `config`.
+/// Starts a server with `config`; [`raw`] speaks its TLS and sends its token.
 pub async fn server_with(config: Config) -> ApiServerHandle {
-    ApiServer::start(config).await.expect("server starts")
+    let s = ApiServer::start(config).await.expect("server starts");
+    remember(s.addr(), s.token(), s.ca_pem());
+    s
+}
+
+/// How [`raw`] reaches one server: its token and a TLS client trusting its CA.
+#[derive(Clone, Default)]
+struct Access {
+    token: Option<String>,
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// The access of each server started by this test binary, by address.
+static SERVERS: LazyLock<Mutex<HashMap<SocketAddr, Access>>> = LazyLock::new(Default::default);
+
+/// Makes [`raw`] send `token` to `addr` and trust `ca_pem` (PEM) there.
+pub fn remember(addr: SocketAddr, token: Option<&str>, ca_pem: Option<&str>) {
+    let tls = ca_pem.map(|pem| {
+        use rustls::pki_types::{CertificateDer, pem::PemObject};
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
+            roots.add(cert.expect("CA is PEM")).unwrap();
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        Arc::new(
+            rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots)
+                .with_no_client_auth(),
+        )
+    });
+    let access = Access {
+        token: token.map(str::to_string),
+        tls,
+    };
+    SERVERS.lock().unwrap().insert(addr, access);
+}
+
+/// Remembers the server a kubeconfig (YAML) points at, as [`remember`].
+pub fn remember_kubeconfig(addr: SocketAddr, kubeconfig: &str) {
+    use base64::Engine;
+    let kc: Value = serde_yaml::from_str(kubeconfig).unwrap();
+    let token = kc["users"][0]["user"]["token"].as_str();
+    let ca = kc["clusters"][0]["cluster"]["certificate-authority-data"]
+        .as_str()
+        .map(|b| {
+            String::from_utf8(base64::engine::general_purpose::STANDARD.decode(b).unwrap()).unwrap()
+        });
+    remember(addr, token, ca.as_deref());
+}
+
+fn access(addr: SocketAddr) -> Access {
+    SERVERS
+        .lock()
+        .unwrap()
+        .get(&addr)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The token [`raw`] sends to `addr`.
+pub fn token_for(addr: SocketAddr) -> Option<String> {
+    access(addr).token
 }
 
 /// A raw HTTP response.
@@ -55,6 +120,7 @@ fn dechunk(mut body: &[u8]) -> Vec<u8> {
 }
 
 /// Sends one HTTP/1.1 request (Connection: close) and reads the whole response.
+/// Sends the server's bearer token unless `headers` has an Authorization header.
 pub async fn raw(
     addr: SocketAddr,
     method: &str,
@@ -62,11 +128,63 @@ pub async fn raw(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Raw {
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+    let has_auth = headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+    let bearer = token_for(addr)
+        .filter(|_| !has_auth)
+        .map(|t| format!("Bearer {t}"));
+    let mut all: Vec<(&str, &str)> = headers.to_vec();
+    if let Some(b) = &bearer {
+        all.push(("Authorization", b));
+    }
+    raw_unauthenticated(addr, method, path, &all, body).await
+}
+
+/// Connects to `addr`: TLS when the server has a CA (see [`remember`]), else TCP.
+pub async fn connect(addr: SocketAddr) -> Box<dyn Stream> {
+    try_connect(addr).await.expect("connect")
+}
+
+/// [`connect`], None when the server is not there.
+pub async fn try_connect(addr: SocketAddr) -> Option<Box<dyn Stream>> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.ok()?;
+    Some(match access(addr).tls {
+        Some(tls) => {
+            let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+            Box::new(
+                tokio_rustls::TlsConnector::from(tls)
+                    .connect(name, tcp)
+                    .await
+                    .ok()?,
+            )
+        }
+        None => Box::new(tcp),
+    })
+}
+
+/// A connection to the server (TLS or TCP).
+pub trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for S {}
+
+/// [`raw`] without the server's token: exactly `headers` (and Host: `addr` unless
+/// `headers` has one).
+pub async fn raw_unauthenticated(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Raw {
+    let mut s = connect(addr).await;
+    let mut req = format!("{method} {path} HTTP/1.1\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    req.push_str(&format!(
+        "Connection: close\r\nContent-Length: {}\r\n",
         body.len()
-    );
+    ));
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -74,7 +192,8 @@ pub async fn raw(
     s.write_all(req.as_bytes()).await.unwrap();
     s.write_all(body).await.unwrap();
     let mut buf = vec![];
-    s.read_to_end(&mut buf).await.unwrap();
+    // A peer closing without TLS close_notify ends the response too.
+    let _ = s.read_to_end(&mut buf).await;
     let split = buf
         .windows(4)
         .position(|w| w == b"\r\n\r\n")

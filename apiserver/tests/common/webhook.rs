@@ -22,7 +22,9 @@ pub struct Pki {
 }
 
 pub fn pki() -> Pki {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    };
     let ca_key = KeyPair::generate().unwrap();
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -42,9 +44,11 @@ pub fn pki() -> Pki {
         "hook.default.svc".to_string(),
     ])
     .unwrap();
-    let leaf = leaf_params.signed_by(&leaf_key, &ca, &ca_key).unwrap();
+    let ca_pem = ca.pem();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let leaf = leaf_params.signed_by(&leaf_key, &issuer).unwrap();
     Pki {
-        ca_pem: ca.pem(),
+        ca_pem,
         chain: vec![leaf.der().clone()],
         key: PrivatePkcs8KeyDer::from(leaf_key.serialize_der()),
     }

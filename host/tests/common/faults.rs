@@ -3,8 +3,9 @@
 //! them, some after, so that a write can succeed while its client sees an
 //! error), and cuts watch streams after a random while. Faults can be turned
 //! off, and the upstream may go away and come back on the same address.
-//! Clients speak plain HTTP to it; it speaks HTTP or, to a real
-//! kube-apiserver, HTTPS with an admin client certificate.
+//! Clients speak plain HTTP to it, without credentials; it speaks HTTPS to
+//! the API server with its bearer token (embedded) or an admin client
+//! certificate (real).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -24,41 +25,44 @@ use hyper_util::rt::TokioExecutor;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-/// Where the proxy forwards to.
+/// Where the proxy forwards to, and with which credentials: the clients
+/// send none.
 pub struct Upstream {
-    /// `http://127.0.0.1:PORT` or `https://127.0.0.1:PORT`.
+    /// `https://127.0.0.1:PORT`.
     pub url: String,
-    /// For HTTPS: the CA file, and the client certificate and key files.
-    pub tls: Option<(PathBuf, PathBuf, PathBuf)>,
+    /// The CA (PEM) that signed the server's certificate.
+    pub ca_pem: String,
+    /// A client certificate and key file (the real backend's admin).
+    pub identity: Option<(PathBuf, PathBuf)>,
+    /// A bearer token (the embedded backend's).
+    pub token: Option<String>,
 }
 
-fn connector(tls: Option<&(PathBuf, PathBuf, PathBuf)>) -> HttpsConnector<HttpConnector> {
+fn connector(upstream: &Upstream) -> HttpsConnector<HttpConnector> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in CertificateDer::pem_slice_iter(upstream.ca_pem.as_bytes()) {
+        roots.add(ca.unwrap()).unwrap();
+    }
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .unwrap();
-    let config = match tls {
-        Some((ca, cert, key)) => {
-            let mut roots = rustls::RootCertStore::empty();
-            for ca in CertificateDer::pem_file_iter(ca).unwrap() {
-                roots.add(ca.unwrap()).unwrap();
-            }
+        .unwrap()
+        .with_root_certificates(roots);
+    let config = match &upstream.identity {
+        Some((cert, key)) => {
             let chain = CertificateDer::pem_file_iter(cert)
                 .unwrap()
                 .map(Result::unwrap)
                 .collect();
             builder
-                .with_root_certificates(roots)
                 .with_client_auth_cert(chain, PrivateKeyDer::from_pem_file(key).unwrap())
                 .unwrap()
         }
-        None => builder
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth(),
+        None => builder.with_no_client_auth(),
     };
     hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(config)
-        .https_or_http()
+        .https_only()
         .enable_http1()
         .build()
 }
@@ -82,6 +86,7 @@ pub struct Faults {
 #[derive(Clone)]
 struct Proxy {
     upstream: String,
+    authorization: Option<axum::http::HeaderValue>,
     client: Client<HttpsConnector<HttpConnector>, Body>,
     faults: Arc<Faults>,
 }
@@ -138,6 +143,9 @@ async fn forward(State(proxy): State<Proxy>, request: Request) -> Response {
         Err(_) => return status(400, "BadRequest", "bad URI"),
     };
     parts.headers.remove("host");
+    if let Some(value) = &proxy.authorization {
+        parts.headers.insert("authorization", value.clone());
+    }
     let response = match proxy
         .client
         .request(axum::http::Request::from_parts(parts, body))
@@ -170,7 +178,11 @@ async fn forward(State(proxy): State<Proxy>, request: Request) -> Response {
 /// returns its address.
 pub async fn start(upstream: Upstream, faults: Arc<Faults>) -> SocketAddr {
     let proxy = Proxy {
-        client: Client::builder(TokioExecutor::new()).build(connector(upstream.tls.as_ref())),
+        client: Client::builder(TokioExecutor::new()).build(connector(&upstream)),
+        authorization: upstream
+            .token
+            .as_ref()
+            .map(|t| format!("Bearer {t}").parse().unwrap()),
         upstream: upstream.url,
         faults,
     };
