@@ -1,0 +1,86 @@
+//! One sandboxed call: a concurrency slot, a fresh store, and a deadline
+//! that holds whatever the guest does.
+//!
+//! The deadline is enforced twice. Epoch interruption stops wasm code that
+//! runs past it. A timer stops a guest that waits in a host call (a WASI
+//! clock subscription, say): calls are async, so such a guest is a pending
+//! future, and the timer drops it. Either way the store, and with it the
+//! instance, is dropped before the slot is given back, so the number of
+//! live instances never exceeds the number of slots.
+
+use tokio::sync::OwnedSemaphorePermit;
+use wasmtime::component::{Instance, InstancePre};
+use wasmtime::{Store, Trap};
+
+use super::Runtime;
+use super::error::CallError;
+use super::limits::Limits;
+use super::store::{CallState, new_store};
+
+/// A concurrency slot: held for as long as a call's instance exists.
+pub(crate) type Slot = OwnedSemaphorePermit;
+
+/// Turn a failed call into the error that says why: deadline, memory, or a
+/// trap with whatever the plugin printed to stderr.
+fn call_failure(store: &Store<CallState>, limits: &Limits, error: wasmtime::Error) -> CallError {
+    store.data().flush_output();
+    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+        return CallError::Timeout {
+            deadline: limits.deadline,
+        };
+    }
+    if store.data().memory_exceeded() {
+        return CallError::OutOfMemory {
+            limit: limits.memory_bytes,
+        };
+    }
+    let stderr = store.data().stderr_text();
+    let mut message = format!("{error:#}");
+    if !stderr.is_empty() {
+        message.push_str("; plugin stderr: ");
+        message.push_str(&stderr);
+    }
+    CallError::Trap { message }
+}
+
+/// Run one call on this thread, which must not be an async executor's:
+/// instantiate `pre` in a fresh store, get the export with `load`, run
+/// `call`, all within `limits.deadline`; then drop the instance, then
+/// `slot`. A failure says why (deadline, memory, trap).
+pub(crate) fn run<G, R>(
+    runtime: &Runtime,
+    slot: Slot,
+    name: &str,
+    pre: &InstancePre<CallState>,
+    limits: &Limits,
+    load: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<G>,
+    call: impl AsyncFnOnce(&G, &mut Store<CallState>) -> wasmtime::Result<R>,
+) -> Result<R, CallError> {
+    let result = wasmtime_wasi::runtime::in_tokio(async {
+        let mut store = new_store(runtime.engine(), name, limits);
+        let outcome = tokio::time::timeout(limits.deadline, async {
+            let instance = pre.instantiate_async(&mut store).await?;
+            let guest = load(&mut store, &instance)?;
+            call(&guest, &mut store).await
+        })
+        .await;
+        let result = match outcome {
+            Ok(Ok(result)) => {
+                store.data().flush_output();
+                Ok(result)
+            }
+            Ok(Err(e)) => Err(call_failure(&store, limits, e)),
+            Err(_elapsed) => {
+                // The guest was waiting in a host call; its future is gone.
+                store.data().flush_output();
+                Err(CallError::Timeout {
+                    deadline: limits.deadline,
+                })
+            }
+        };
+        drop(store);
+        result
+    });
+    drop(slot);
+    result
+}
