@@ -19,6 +19,7 @@ pub mod intent;
 pub mod leader;
 pub mod metrics;
 pub mod names;
+pub mod prepare;
 pub mod readiness;
 pub mod reconcile;
 pub mod shard;
