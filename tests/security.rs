@@ -528,3 +528,60 @@ async fn pruning_tells_groups_apart() {
     assert!(get_json(&maps, "same").await.is_some());
     env.stop().await;
 }
+
+/// A policy binding: the hostile policy with `settings`, on Pods.
+fn policy(name: &str, settings: &Value) -> String {
+    format!(
+        "name: {name}\nrules:\n  - {{apiGroups: [\"\"], apiVersions: [v1], resources: [pods], operations: [CREATE]}}\nsettings: {settings}\ntimeoutSeconds: 30\nlimits: {{deadlineMs: 25000}}\n"
+    )
+}
+
+/// Item 1: a policy sleeping in `validate-settings` holds up only its own
+/// binding, not the loading of other policies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_validate_settings_does_not_hold_up_other_policies() {
+    let env = Env::start().await;
+    let policies = gantry::policy::Policies::default();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let manager = tokio::spawn(gantry::policy::manager::run_policy_manager(
+        env.client.clone(),
+        gantry::runtime::Runtime::with_defaults().unwrap(),
+        BINDINGS_NS,
+        policies.clone(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let component = example_plugin("hostile-policy").unwrap();
+    let install = |name: &'static str, settings: Value| {
+        let cm = gantry::dev::policy_config_map(
+            name,
+            BINDINGS_NS,
+            &policy(name, &settings),
+            &component,
+            false,
+        )
+        .unwrap();
+        let client = env.client.clone();
+        async move { gantry::dev::apply_binding(&client, &cm).await.unwrap() }
+    };
+    install(
+        "slow",
+        json!({"behaviour": "sleep-settings", "millis": 20_000}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    install("quick", json!({"behaviour": "allow"})).await;
+    eventually("quick in service", || async {
+        policies.get("quick").map(|_| ())
+    })
+    .await;
+    let took = started.elapsed();
+    eprintln!("a policy loaded beside a 20 s validate-settings in {took:?}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(policies.get("slow").is_none());
+    let _ = stop.send(());
+    manager.await.unwrap().unwrap();
+    env.stop().await;
+}

@@ -234,3 +234,45 @@ fn a_flood_on_stdout_is_cut_not_fatal() {
         .unwrap();
     assert_eq!(response.children[0]["metadata"]["name"], "p-flood");
 }
+
+/// The `*_blocking` calls work from async code too (a current-thread
+/// runtime, as in `#[tokio::test]`), deadline included.
+#[tokio::test]
+async fn blocking_calls_work_from_a_current_thread_runtime() {
+    let rt = Runtime::with_defaults().unwrap();
+    let plugin = hostile(&rt);
+    let ok = plugin
+        .reconcile_blocking(&request(json!({"behaviour": "ok"})), &Limits::default())
+        .unwrap();
+    assert_eq!(ok.children.len(), 1);
+    let started = Instant::now();
+    let result = plugin.reconcile_blocking(
+        &request(json!({"behaviour": "sleep", "millis": SLEEP_MS})),
+        &short(),
+    );
+    assert_timed_out(
+        "reconcile_blocking in async code",
+        result,
+        started.elapsed(),
+    );
+}
+
+/// And from a worker of a multi-threaded runtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_calls_work_from_a_multi_thread_runtime() {
+    let rt = Runtime::with_defaults().unwrap();
+    let policy = hostile_policy(&rt);
+    policy
+        .validate_settings_blocking(&json!({"behaviour": "allow"}), &Limits::default())
+        .unwrap();
+    let started = Instant::now();
+    let result = policy.validate_settings_blocking(
+        &json!({"behaviour": "sleep-settings", "millis": SLEEP_MS}),
+        &short(),
+    );
+    assert_timed_out(
+        "validate_settings_blocking in async code",
+        result,
+        started.elapsed(),
+    );
+}

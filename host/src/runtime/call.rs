@@ -8,6 +8,9 @@
 //! instance, is dropped before the slot is given back, so the number of
 //! live instances never exceeds the number of slots.
 
+use std::future::Future;
+
+use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::component::{Instance, InstancePre};
 use wasmtime::{Store, Trap};
@@ -43,20 +46,42 @@ fn call_failure(store: &Store<CallState>, limits: &Limits, error: wasmtime::Erro
     CallError::Trap { message }
 }
 
-/// Run one call on this thread, which must not be an async executor's:
-/// instantiate `pre` in a fresh store, get the export with `load`, run
-/// `call`, all within `limits.deadline`; then drop the instance, then
-/// `slot`. A failure says why (deadline, memory, trap).
-pub(crate) fn run<G, R>(
+/// Drive `make()`'s future to its end from synchronous code: on this
+/// thread when it may block (a plain thread, a blocking-pool thread, a
+/// multi-threaded runtime's worker via `block_in_place`), else (inside a
+/// current-thread runtime) on a scoped thread of its own.
+pub(crate) fn block_on<F: Future>(make: impl FnOnce() -> F + Send) -> F::Output
+where
+    F::Output: Send,
+{
+    match Handle::try_current() {
+        Err(_) => wasmtime_wasi::runtime::in_tokio(make()),
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| wasmtime_wasi::runtime::in_tokio(make()))
+        }
+        Ok(_) => std::thread::scope(|scope| {
+            scope
+                .spawn(|| wasmtime_wasi::runtime::in_tokio(make()))
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        }),
+    }
+}
+
+/// Run one call from synchronous code (see [`block_on`]): instantiate `pre`
+/// in a fresh store, get the export with `load`, run `call`, all within
+/// `limits.deadline`; then drop the instance, then `slot`. A failure says
+/// why (deadline, memory, trap).
+pub(crate) fn run<G, R: Send>(
     runtime: &Runtime,
     slot: Slot,
     name: &str,
     pre: &InstancePre<CallState>,
     limits: &Limits,
-    load: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<G>,
-    call: impl AsyncFnOnce(&G, &mut Store<CallState>) -> wasmtime::Result<R>,
+    load: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<G> + Send,
+    call: impl AsyncFnOnce(&G, &mut Store<CallState>) -> wasmtime::Result<R> + Send,
 ) -> Result<R, CallError> {
-    let result = wasmtime_wasi::runtime::in_tokio(async {
+    let result = block_on(|| async {
         let mut store = new_store(runtime.engine(), name, limits);
         let outcome = tokio::time::timeout(limits.deadline, async {
             let instance = pre.instantiate_async(&mut store).await?;

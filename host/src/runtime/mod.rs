@@ -172,9 +172,9 @@ impl Runtime {
             .map_err(|e| CallError::Host(e.to_string()))
     }
 
-    /// Wait for a free slot on this thread (not an async executor's).
+    /// Wait for a free slot from synchronous code.
     pub(crate) fn slot_blocking(&self) -> Result<call::Slot, CallError> {
-        wasmtime_wasi::runtime::in_tokio(self.slot())
+        call::block_on(|| self.slot())
     }
 
     /// Take a slot, then run `call` with it on the blocking pool. The call

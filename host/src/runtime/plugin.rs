@@ -131,8 +131,9 @@ impl ReconcilerPlugin {
             .await
     }
 
-    /// Call `reconcile` on this thread, waiting for a slot. Not for async
-    /// contexts.
+    /// Call `reconcile` from synchronous code, waiting for a slot. Blocks
+    /// the calling thread (from a multi-threaded runtime's worker, through
+    /// `block_in_place`); prefer [`Self::reconcile`] in async code.
     pub fn reconcile_blocking(
         &self,
         request: &Request,
@@ -178,7 +179,7 @@ impl ReconcilerPlugin {
             .await
     }
 
-    /// Call `validate-config` on this thread; Ok when the plugin has no such export.
+    /// Call `validate-config` from synchronous code; Ok when the plugin has no such export.
     pub fn validate_config_blocking(
         &self,
         config: &serde_json::Value,
@@ -253,11 +254,11 @@ impl PolicyPlugin {
         &self.digest
     }
 
-    fn call<R>(
+    fn call<R: Send>(
         &self,
         slot: Slot,
         limits: &Limits,
-        f: impl AsyncFnOnce(&admission::Guest, &mut Store<CallState>) -> wasmtime::Result<R>,
+        f: impl AsyncFnOnce(&admission::Guest, &mut Store<CallState>) -> wasmtime::Result<R> + Send,
     ) -> Result<R, CallError> {
         call::run(
             &self.runtime,
@@ -282,7 +283,7 @@ impl PolicyPlugin {
             .await
     }
 
-    /// Call `validate` on this thread, waiting for a slot.
+    /// Call `validate` from synchronous code, waiting for a slot.
     pub fn validate_blocking(
         &self,
         request: &AdmissionRequest,
@@ -316,7 +317,7 @@ impl PolicyPlugin {
             .await
     }
 
-    /// Call `validate-settings` on this thread, waiting for a slot.
+    /// Call `validate-settings` from synchronous code, waiting for a slot.
     pub fn validate_settings_blocking(
         &self,
         settings: &serde_json::Value,
