@@ -127,6 +127,13 @@ fn check_camel_case(what: &str, value: &str) -> Result<(), CallError> {
     }
 }
 
+/// Most conditions one response may carry (the host merges them into the
+/// parent's status on every reconcile).
+pub const MAX_CONDITIONS: usize = 64;
+/// Most events one response may carry (each type and reason is one Event
+/// write).
+pub const MAX_EVENTS: usize = 32;
+
 /// Check a plugin's response against `limits` and the contract, and turn it
 /// into the SDK's type. Size and count are checked before anything is parsed.
 pub fn from_wit_response(r: wit::Response, limits: &Limits) -> Result<Response, CallError> {
@@ -135,6 +142,16 @@ pub fn from_wit_response(r: wit::Response, limits: &Limits) -> Result<Response, 
             count: r.children.len(),
             limit: limits.max_children,
         });
+    }
+    for (what, count, limit) in [
+        ("conditions", r.conditions.len(), MAX_CONDITIONS),
+        ("events", r.events.len(), MAX_EVENTS),
+    ] {
+        if count > limit {
+            return Err(violation(format!(
+                "the response has {count} {what}, more than the limit of {limit}"
+            )));
+        }
     }
     let size = response_size(&r);
     if size > limits.output_bytes {
@@ -305,6 +322,40 @@ mod tests {
             err,
             CallError::TooManyChildren { count: 3, limit: 2 }
         ));
+    }
+
+    #[test]
+    fn caps_conditions_and_events() {
+        let condition = |i: usize| wit::Condition {
+            condition_type: format!("C{i}"),
+            status: wit::ConditionStatus::True,
+            reason: "R".into(),
+            message: String::new(),
+        };
+        let event = || wit::Event {
+            event_type: wit::EventType::Normal,
+            reason: "R".into(),
+            message: String::new(),
+        };
+        let mut r = response(vec![]);
+        r.conditions = (0..MAX_CONDITIONS).map(condition).collect();
+        r.events = (0..MAX_EVENTS).map(|_| event()).collect();
+        assert!(from_wit_response(r, &Limits::default()).is_ok());
+        let mut r = response(vec![]);
+        r.conditions = (0..100_000).map(condition).collect();
+        let err = from_wit_response(r, &Limits::default()).unwrap_err();
+        assert!(
+            matches!(&err, CallError::ContractViolation { detail } if detail == "the response has 100000 conditions, more than the limit of 64"),
+            "{err}"
+        );
+        let mut r = response(vec![]);
+        r.events = (0..3000).map(|_| event()).collect();
+        let err = from_wit_response(r, &Limits::default()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("3000 events, more than the limit of 32"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -144,10 +144,13 @@ pub async fn prune_children(
     desired: &[DesiredChild],
 ) -> Result<usize, ReconcileError> {
     let uid = parent.uid().unwrap_or_default();
-    let wanted: HashSet<(&str, Option<&str>, &str)> = desired
+    // Kinds are told apart by group and kind: `v1 ConfigMap` and a custom
+    // `ConfigMap` of another group are different children.
+    let wanted: HashSet<(&str, &str, Option<&str>, &str)> = desired
         .iter()
         .map(|d| {
             (
+                d.kind.group(),
                 d.kind.kind.as_str(),
                 d.namespace.as_deref(),
                 d.name.as_str(),
@@ -159,8 +162,12 @@ pub async fn prune_children(
         let kind = &ctx.children[index].info;
         let name = obj.name_any();
         let namespace = obj.namespace();
-        if wanted.contains(&(kind.kind.kind.as_str(), namespace.as_deref(), name.as_str()))
-            || obj.meta().deletion_timestamp.is_some()
+        if wanted.contains(&(
+            kind.kind.group(),
+            kind.kind.kind.as_str(),
+            namespace.as_deref(),
+            name.as_str(),
+        )) || obj.meta().deletion_timestamp.is_some()
         {
             continue;
         }

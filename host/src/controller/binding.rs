@@ -43,6 +43,21 @@ pub struct KindRef {
     pub kind: String,
 }
 
+impl KindRef {
+    /// The API group (`""` for the core group).
+    pub fn group(&self) -> &str {
+        self.api_version
+            .rsplit_once('/')
+            .map_or("", |(group, _)| group)
+    }
+
+    /// Whether `other` is the same kind, in any version: versions of one
+    /// kind are views of the same objects.
+    pub fn same_kind(&self, other: &KindRef) -> bool {
+        self.kind == other.kind && self.group() == other.group()
+    }
+}
+
 impl std::fmt::Display for KindRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.api_version, self.kind)
@@ -326,10 +341,17 @@ pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
     check_kind("parent", &spec.parent)?;
     for (i, child) in spec.children.iter().enumerate() {
         check_kind(&format!("children[{i}]"), child)?;
-        if spec.children[..i].contains(child) {
+        if spec.children[..i].iter().any(|c| c.same_kind(child)) {
             return Err(field(
                 &format!("children[{i}]"),
-                format!("{child} is listed twice"),
+                format!("{child} is listed twice (in some version)"),
+            ));
+        }
+        if child.same_kind(&spec.parent) {
+            // A plugin creating its own parents forks without bound.
+            return Err(field(
+                &format!("children[{i}]"),
+                format!("{child} is the parent kind; a binding cannot create its own parents"),
             ));
         }
     }
@@ -518,6 +540,18 @@ mod tests {
             (
                 format!("{SPEC}- {{apiVersion: apps/v1, kind: Deployment}}\n"),
                 "listed twice",
+            ),
+            (
+                format!("{SPEC}- {{apiVersion: apps/v1beta2, kind: Deployment}}\n"),
+                "listed twice",
+            ),
+            (
+                format!("{SPEC}- {{apiVersion: cache.example.com/v1alpha1, kind: Memcached}}\n"),
+                "cannot create its own parents",
+            ),
+            (
+                format!("{SPEC}- {{apiVersion: cache.example.com/v2, kind: Memcached}}\n"),
+                "cannot create its own parents",
             ),
             (
                 format!("{SPEC}limits: {{deadlineMs: 0}}\n"),

@@ -20,18 +20,19 @@ use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
 use super::binding::{
-    self, BINDING_LABEL, Binding, BindingSpec, CHILD_LABEL, DIGEST_ANNOTATION, KindRef, Plugin,
+    self, BINDING_LABEL, BindingSpec, CHILD_LABEL, DIGEST_ANNOTATION, KindRef, Plugin,
     SOURCE_ANNOTATION,
 };
 use super::context::{BindingContext, ChildKind, Current, KindInfo, RelatedKind, controller_owner};
 use super::intent::fingerprint;
+use super::prepare::{self, Component, Ready};
 use super::reconcile::{error_policy, reconcile};
 use super::{Metrics, OperatorOptions, Shared};
-use crate::runtime::{ReconcilerPlugin, Runtime};
-use crate::source::{Fetcher, PluginSource};
+use crate::runtime::Runtime;
+use crate::source::Fetcher;
 
 /// How often bindings that failed for a reason that may pass (a kind not
 /// served yet) are tried again.
@@ -54,7 +55,7 @@ pub async fn run_operator(
     options.readiness.set_leading(options.leading.clone());
     let fetcher = Fetcher::new(options.plugin_sources.clone());
     let shared = Arc::new(Shared::new(options, metrics));
-    let (fetched_tx, mut fetched_rx) = mpsc::unbounded_channel::<FetchDone>();
+    let (prepared_tx, mut prepared_rx) = mpsc::unbounded_channel::<Prepared>();
     let mut manager = Manager {
         client,
         runtime,
@@ -63,8 +64,10 @@ pub async fn run_operator(
         active: HashMap::new(),
         refused: HashMap::new(),
         fetcher,
-        fetching: HashMap::new(),
-        fetched_tx,
+        preparing: HashMap::new(),
+        prepared_tx,
+        stopping: JoinSet::new(),
+        initial: None,
     };
     let mut events = watcher(api, watcher::Config::default().labels(BINDING_LABEL))
         .default_backoff()
@@ -85,7 +88,8 @@ pub async fn run_operator(
             }
             Ok(()) = policy_changes.changed() => manager.reconcile_guarded(),
             _ = retry.tick() => manager.retry_refused().await,
-            Some(done) = fetched_rx.recv() => manager.fetched(done).await,
+            Some(done) = prepared_rx.recv() => manager.prepared(done).await,
+            Some(_) = manager.stopping.join_next(), if !manager.stopping.is_empty() => {}
             event = events.next() => match event {
                 Some(Ok(watcher::Event::Init)) => initial.clear(),
                 Some(Ok(watcher::Event::InitApply(cm))) => initial.push(cm),
@@ -97,8 +101,17 @@ pub async fn run_operator(
                         manager.upsert(cm).await;
                     }
                     manager.forget_missing(&seen).await;
-                    manager.shared.metrics.set_ready(true);
-                    manager.shared.options.readiness.set_loaded(true);
+                    // Ready once the inline versions found now are settled
+                    // (remote ones never held readiness up).
+                    manager.initial = Some(
+                        manager
+                            .preparing
+                            .iter()
+                            .filter(|(_, p)| !p.remote)
+                            .map(|(name, _)| name.clone())
+                            .collect(),
+                    );
+                    manager.check_loaded();
                 }
                 Some(Ok(watcher::Event::Apply(cm))) => manager.upsert(cm).await,
                 Some(Ok(watcher::Event::Delete(cm))) => manager.remove(&cm.name_any()).await,
@@ -109,8 +122,8 @@ pub async fn run_operator(
     }
     manager.shared.metrics.set_ready(false);
     manager.shared.options.readiness.set_loaded(false);
-    for (_, fetch) in manager.fetching.drain() {
-        fetch.task.abort();
+    for (_, preparing) in manager.preparing.drain() {
+        preparing.task.abort();
     }
     manager.stop_all().await;
     Ok(())
@@ -131,20 +144,26 @@ struct Refused {
     content: u64,
     /// The cause may pass by itself (e.g. its CRD is not served yet).
     retry: Option<ConfigMap>,
+    /// Refused because another binding claims its parent kind or name:
+    /// tried again when a claim is released.
+    claimed: Option<ConfigMap>,
 }
 
-/// A remote plugin being downloaded, off the manager's loop so that other
-/// bindings are not held up.
-struct Fetching {
+/// A version being made ready ([`prepare`]) in a task of its own, so that
+/// other bindings are not held up. It claims its parent kind and name
+/// meanwhile, so that the oldest binding of a kind still wins.
+struct Preparing {
     content: u64,
+    spec: Arc<BindingSpec>,
+    remote: bool,
     task: JoinHandle<()>,
 }
 
-/// A download finished (or failed for good).
-struct FetchDone {
+/// A preparation finished.
+struct Prepared {
     cm: ConfigMap,
     content: u64,
-    result: Result<Binding, Refusal>,
+    result: Result<Ready, prepare::Failure>,
 }
 
 struct Manager {
@@ -155,8 +174,14 @@ struct Manager {
     active: HashMap<String, Active>,
     refused: HashMap<String, Refused>,
     fetcher: Fetcher,
-    fetching: HashMap<String, Fetching>,
-    fetched_tx: mpsc::UnboundedSender<FetchDone>,
+    preparing: HashMap<String, Preparing>,
+    prepared_tx: mpsc::UnboundedSender<Prepared>,
+    /// Controllers told to stop, draining their in-flight reconciles
+    /// without holding up the loop.
+    stopping: JoinSet<()>,
+    /// After the initial list: the inline versions found in it that are
+    /// still being prepared (readiness waits for them).
+    initial: Option<std::collections::HashSet<String>>,
 }
 
 /// Why a binding version was refused.
@@ -172,6 +197,50 @@ fn refusal(reason: &'static str, message: impl Into<String>) -> Refusal {
         message: message.into(),
         transient: false,
     }
+}
+
+impl From<prepare::Failure> for Refusal {
+    fn from(f: prepare::Failure) -> Self {
+        Refusal {
+            reason: f.reason,
+            message: f.message,
+            transient: f.transient,
+        }
+    }
+}
+
+/// Whether a binding other than `cm_name` among `others` (ConfigMap name
+/// and spec) already claims `spec`'s parent kind, in any version, or its
+/// name.
+fn claim_conflict<'a>(
+    others: impl IntoIterator<Item = (&'a String, &'a BindingSpec)>,
+    cm_name: &str,
+    spec: &BindingSpec,
+) -> Option<Refusal> {
+    for (other, claimant) in others {
+        if other == cm_name {
+            continue;
+        }
+        if claimant.parent.same_kind(&spec.parent) {
+            return Some(refusal(
+                "ParentKindClaimed",
+                format!(
+                    "{} is already reconciled by binding {} (ConfigMap {other}, as {}); it is tried again when that binding goes",
+                    spec.parent, claimant.name, claimant.parent
+                ),
+            ));
+        }
+        if claimant.name == spec.name {
+            return Some(refusal(
+                "BindingNameTaken",
+                format!(
+                    "binding name {} is already used by ConfigMap {other}; it is tried again when that binding goes",
+                    spec.name
+                ),
+            ));
+        }
+    }
+    None
 }
 
 /// A fingerprint of what a binding ConfigMap holds (data, and binaryData by
@@ -201,124 +270,173 @@ impl Manager {
                 .get(&name)
                 .is_some_and(|r| r.content == content)
             || self
-                .fetching
+                .preparing
                 .get(&name)
-                .is_some_and(|f| f.content == content)
+                .is_some_and(|p| p.content == content)
         {
             return; // e.g. our own digest annotation
         }
-        // A newer version supersedes a download in flight.
-        if let Some(old) = self.fetching.remove(&name) {
+        // A newer version supersedes one being prepared.
+        if let Some(old) = self.preparing.remove(&name) {
             old.task.abort();
         }
-        let binding = match binding::read_config_map(&cm) {
-            Ok(Plugin::Inline(binding)) => Ok(binding),
-            Ok(Plugin::Remote(spec, source)) => {
-                // An older refused version must not be retried over this one.
-                self.refused.remove(&name);
-                self.start_fetch(cm, content, spec, source);
+        let component = match binding::read_config_map(&cm) {
+            Ok(Plugin::Inline(binding)) => Component::Inline(binding),
+            Ok(Plugin::Remote(spec, source)) => Component::Remote(spec, source),
+            Err(e) => {
+                self.refuse(&cm, content, refusal("InvalidBinding", e.to_string()))
+                    .await;
                 return;
             }
-            Err(e) => Err(refusal("InvalidBinding", e.to_string())),
         };
-        self.settle(cm, content, binding).await;
+        let spec = match &component {
+            Component::Inline(binding) => &binding.spec,
+            Component::Remote(spec, _) => spec,
+        };
+        if let Some(conflict) = self.conflict(&name, spec) {
+            self.refuse(&cm, content, conflict).await;
+            if let Some(r) = self.refused.get_mut(&name) {
+                r.claimed = Some(cm);
+            }
+            return;
+        }
+        // An older refused version must not be retried over this one.
+        self.refused.remove(&name);
+        self.start_prepare(cm, content, component);
     }
 
-    /// Download a remote plugin in its own task; [`Manager::fetched`]
-    /// carries on with it.
-    fn start_fetch(
-        &mut self,
-        cm: ConfigMap,
-        content: u64,
-        spec: BindingSpec,
-        source: PluginSource,
-    ) {
+    /// Who claims `spec`'s parent kind or name: bindings in service and
+    /// versions being prepared.
+    fn conflict(&self, cm_name: &str, spec: &BindingSpec) -> Option<Refusal> {
+        let active = self.active.iter().map(|(n, a)| (n, a.spec.as_ref()));
+        let preparing = self.preparing.iter().map(|(n, p)| (n, p.spec.as_ref()));
+        claim_conflict(active.chain(preparing), cm_name, spec)
+    }
+
+    /// Make a version ready in its own task; [`Manager::prepared`] carries
+    /// on with it.
+    fn start_prepare(&mut self, cm: ConfigMap, content: u64, component: Component) {
         let name = cm.name_any();
-        let fetcher = self.fetcher.clone();
-        let tx = self.fetched_tx.clone();
-        tracing::info!(configmap = %name, %source, "fetching plugin");
-        let metrics = self.shared.metrics.clone();
+        let (spec, remote) = match &component {
+            Component::Inline(binding) => (binding.spec.clone(), false),
+            Component::Remote(spec, _) => (spec.clone(), true),
+        };
+        let tx = self.prepared_tx.clone();
+        let work = prepare::prepare(
+            component,
+            self.runtime.clone(),
+            self.fetcher.clone(),
+            self.shared.metrics.clone(),
+        );
         let task = tokio::spawn(async move {
-            let started = std::time::Instant::now();
-            let fetched = fetcher.fetch(&source, spec.sha256.as_deref()).await;
-            metrics.record_fetch(&spec.name, fetched.is_ok(), started.elapsed());
-            let result = match fetched {
-                Ok(fetched) => Ok(Binding::fetched(spec, fetched, &source)),
-                Err(e) => Err(Refusal {
-                    reason: "PluginFetchFailed",
-                    message: format!("fetching {source}: {e}"),
-                    transient: e.is_transient(),
-                }),
-            };
-            let _ = tx.send(FetchDone {
+            let result = work.await;
+            let _ = tx.send(Prepared {
                 cm,
                 content,
                 result,
             });
         });
-        self.fetching.insert(name, Fetching { content, task });
+        self.preparing.insert(
+            name,
+            Preparing {
+                content,
+                spec: Arc::new(spec),
+                remote,
+                task,
+            },
+        );
     }
 
-    /// A download finished: go on with the version it was for, unless a
+    /// A preparation finished: put the version into service, unless a
     /// newer one superseded it.
-    async fn fetched(&mut self, done: FetchDone) {
+    async fn prepared(&mut self, done: Prepared) {
         let name = done.cm.name_any();
         if self
-            .fetching
+            .preparing
             .get(&name)
-            .is_none_or(|f| f.content != done.content)
+            .is_none_or(|p| p.content != done.content)
         {
             return; // superseded or deleted meanwhile
         }
-        self.fetching.remove(&name);
-        self.settle(done.cm, done.content, done.result).await;
-        self.shared.metrics.set_active_bindings(self.active.len());
-    }
-
-    /// Put a read (and, if remote, fetched) binding into service, or
-    /// refuse it with a Warning Event while the old version keeps serving.
-    async fn settle(&mut self, cm: ConfigMap, content: u64, binding: Result<Binding, Refusal>) {
-        let name = cm.name_any();
-        let result = match binding {
-            Ok(binding) => self.try_upsert(&cm, binding, content).await,
-            Err(refused) => Err(refused),
+        self.preparing.remove(&name);
+        let result = match done.result {
+            Ok(ready) => self.install(&done.cm, ready, done.content).await,
+            Err(failure) => Err(failure.into()),
         };
         match result {
             Ok(()) => {
                 self.refused.remove(&name);
             }
             Err(refused) => {
-                let binding = cm
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get(binding::BINDING_KEY))
-                    .and_then(|t| binding::parse_spec(t).ok())
-                    .map(|s| s.name)
-                    .unwrap_or_else(|| name.clone());
-                self.shared
-                    .metrics
-                    .record_plugin_load(&binding, false, false);
-                let serving = if self.active.contains_key(&name) {
-                    "; the previous version keeps serving"
-                } else {
-                    ""
-                };
-                tracing::warn!(configmap = %name, reason = refused.reason, "binding refused: {}{serving}", refused.message);
-                self.event(
-                    &cm,
-                    EventType::Warning,
-                    refused.reason,
-                    &format!("{}{serving}", refused.message),
-                )
-                .await;
-                self.refused.insert(
-                    name,
-                    Refused {
-                        content,
-                        retry: refused.transient.then_some(cm),
-                    },
-                );
+                self.refuse(&done.cm, done.content, refused).await;
+                // Its claim on a parent kind is gone.
+                self.release_claims().await;
             }
+        }
+        if let Some(initial) = &mut self.initial {
+            initial.remove(&name);
+        }
+        self.check_loaded();
+        self.publish_bindings();
+    }
+
+    /// Set readiness once the initial versions are settled.
+    fn check_loaded(&mut self) {
+        if self.initial.as_ref().is_some_and(|i| i.is_empty()) {
+            self.initial = None;
+            self.shared.metrics.set_ready(true);
+            self.shared.options.readiness.set_loaded(true);
+        }
+    }
+
+    /// Record a refused version with a Warning Event; the old version, if
+    /// any, keeps serving.
+    async fn refuse(&mut self, cm: &ConfigMap, content: u64, refused: Refusal) {
+        let name = cm.name_any();
+        let binding = cm
+            .data
+            .as_ref()
+            .and_then(|d| d.get(binding::BINDING_KEY))
+            .and_then(|t| binding::parse_spec(t).ok())
+            .map(|s| s.name)
+            .unwrap_or_else(|| name.clone());
+        self.shared
+            .metrics
+            .record_plugin_load(&binding, false, false);
+        let serving = if self.active.contains_key(&name) {
+            "; the previous version keeps serving"
+        } else {
+            ""
+        };
+        tracing::warn!(configmap = %name, reason = refused.reason, "binding refused: {}{serving}", refused.message);
+        self.event(
+            cm,
+            EventType::Warning,
+            refused.reason,
+            &format!("{}{serving}", refused.message),
+        )
+        .await;
+        self.refused.insert(
+            name,
+            Refused {
+                content,
+                retry: refused.transient.then(|| cm.clone()),
+                claimed: None,
+            },
+        );
+    }
+
+    /// A binding went (or gave up its parent kind): try again the versions
+    /// refused because of a claim.
+    async fn release_claims(&mut self) {
+        let waiting: Vec<ConfigMap> = self
+            .refused
+            .values_mut()
+            .filter_map(|r| r.claimed.take())
+            .collect();
+        for cm in waiting {
+            self.refused.remove(&cm.name_any());
+            self.upsert_inner(cm).await;
         }
     }
 
@@ -361,43 +479,22 @@ impl Manager {
         }
     }
 
-    async fn try_upsert(
-        &mut self,
-        cm: &ConfigMap,
-        binding: Binding,
-        content: u64,
-    ) -> Result<(), Refusal> {
+    /// Put a ready version into service: swap the plugin atomically, or
+    /// start a controller for it.
+    async fn install(&mut self, cm: &ConfigMap, ready: Ready, content: u64) -> Result<(), Refusal> {
+        let Ready { binding, plugin } = ready;
         let cm_name = cm.name_any();
         let spec = Arc::new(binding.spec.clone());
-        for (other, active) in &self.active {
-            if *other == cm_name {
-                continue;
-            }
-            if active.spec.parent == spec.parent {
-                return Err(refusal(
-                    "ParentKindClaimed",
-                    format!(
-                        "{} is already reconciled by binding {} (ConfigMap {other})",
-                        spec.parent, active.spec.name
-                    ),
-                ));
-            }
-            if active.spec.name == spec.name {
-                return Err(refusal(
-                    "BindingNameTaken",
-                    format!(
-                        "binding name {} is already used by ConfigMap {other}",
-                        spec.name
-                    ),
-                ));
-            }
+        let active = self.active.iter().map(|(n, a)| (n, a.spec.as_ref()));
+        if let Some(conflict) = claim_conflict(active, &cm_name, &spec) {
+            return Err(conflict);
         }
-        let plugin = self.load(&binding).await?;
         let current = Current {
             plugin: plugin.clone(),
             spec: spec.clone(),
         };
         let swapped = self.active.contains_key(&cm_name);
+        let mut released = false;
         match self.active.get_mut(&cm_name) {
             Some(active) if active.spec.same_watches(&spec) => {
                 // Atomic swap: in-flight reconciles keep the version they
@@ -410,7 +507,8 @@ impl Manager {
             _ => {
                 let active = self.start(spec.clone(), current, content).await?;
                 if let Some(old) = self.active.insert(cm_name.clone(), active) {
-                    stop(old).await;
+                    released = !old.spec.parent.same_kind(&spec.parent);
+                    self.stopping.spawn(stop(old));
                 }
             }
         }
@@ -436,23 +534,10 @@ impl Manager {
             ),
         )
         .await;
+        if released {
+            Box::pin(self.release_claims()).await;
+        }
         Ok(())
-    }
-
-    /// Compile (off the executor) and check config.
-    async fn load(&self, binding: &Binding) -> Result<Arc<ReconcilerPlugin>, Refusal> {
-        let runtime = self.runtime.clone();
-        let name = binding.spec.name.clone();
-        let bytes = binding.plugin.clone();
-        let plugin = tokio::task::spawn_blocking(move || runtime.load_reconciler(&name, &bytes))
-            .await
-            .map_err(|e| refusal("PluginLoadFailed", e.to_string()))?
-            .map_err(|e| refusal("PluginLoadFailed", e.to_string()))?;
-        plugin
-            .validate_config(binding.spec.config.clone(), binding.spec.call_limits())
-            .await
-            .map_err(|e| refusal("InvalidConfig", e.to_string()))?;
-        Ok(plugin)
     }
 
     async fn remove(&mut self, cm_name: &str) {
@@ -462,13 +547,24 @@ impl Manager {
 
     async fn remove_inner(&mut self, cm_name: &str) {
         self.refused.remove(cm_name);
-        if let Some(fetch) = self.fetching.remove(cm_name) {
-            fetch.task.abort();
+        if let Some(initial) = &mut self.initial {
+            initial.remove(cm_name);
+        }
+        let mut released = false;
+        if let Some(preparing) = self.preparing.remove(cm_name) {
+            preparing.task.abort();
+            released = true;
         }
         if let Some(active) = self.active.remove(cm_name) {
             tracing::info!(configmap = cm_name, binding = %active.spec.name, "binding deleted; its parents are no longer reconciled (nothing is deleted)");
-            stop(active).await;
+            // Draining its reconciles must not hold up other bindings.
+            self.stopping.spawn(stop(active));
+            released = true;
         }
+        if released {
+            self.release_claims().await;
+        }
+        self.check_loaded();
     }
 
     async fn forget_missing(&mut self, seen: &[String]) {
@@ -486,6 +582,7 @@ impl Manager {
     async fn stop_all(&mut self) {
         let all: Vec<Active> = self.active.drain().map(|(_, a)| a).collect();
         futures::future::join_all(all.into_iter().map(stop)).await;
+        while self.stopping.join_next().await.is_some() {}
     }
 
     async fn annotate(&self, cm_name: &str, digest: &str, source: Option<&str>) {
@@ -766,5 +863,37 @@ fn related_mapper(
                 ObjectRef::from_obj_with(parent.as_ref(), ctx.parent.resource.clone())
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, api_version: &str) -> BindingSpec {
+        binding::parse_spec(&format!(
+            "name: {name}\nparent: {{apiVersion: {api_version}, kind: Widget}}\n"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_parent_kind_is_claimed_in_every_version() {
+        let v1 = spec("one", "example.com/v1");
+        let others = [("first".to_string(), v1)];
+        let others = || others.iter().map(|(n, s)| (n, s));
+        let conflict = claim_conflict(others(), "second", &spec("two", "example.com/v2")).unwrap();
+        assert_eq!(conflict.reason, "ParentKindClaimed");
+        assert!(
+            conflict.message.contains("binding one (ConfigMap first"),
+            "{}",
+            conflict.message
+        );
+        // Another group's Widget is another kind.
+        assert!(claim_conflict(others(), "second", &spec("two", "other.com/v1")).is_none());
+        // A binding does not conflict with itself.
+        assert!(claim_conflict(others(), "first", &spec("one", "example.com/v2")).is_none());
+        let taken = claim_conflict(others(), "second", &spec("one", "other.com/v1")).unwrap();
+        assert_eq!(taken.reason, "BindingNameTaken");
     }
 }

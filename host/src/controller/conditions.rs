@@ -1,5 +1,8 @@
 //! Conditions in `status.conditions`, merged by type: `lastTransitionTime`
-//! moves only when a condition's status changes.
+//! moves only when a condition's status changes. Every step is linear in
+//! the number of conditions.
+
+use std::collections::HashMap;
 
 use gantry_sdk::{Condition, ConditionStatus};
 use serde_json::{Value, json};
@@ -31,12 +34,17 @@ pub fn merge(live: Option<&Value>, wanted: &[Condition], generation: i64, now: &
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
+    // The first live condition of each type, as a linear scan would find.
+    let mut by_type: HashMap<&str, &Value> = HashMap::with_capacity(live.len());
+    for l in live {
+        if let Some(t) = l["type"].as_str() {
+            by_type.entry(t).or_insert(l);
+        }
+    }
     wanted
         .iter()
         .map(|c| {
-            let previous = live
-                .iter()
-                .find(|l| l["type"].as_str() == Some(c.condition_type.as_str()));
+            let previous = by_type.get(c.condition_type.as_str());
             let since = match previous {
                 Some(p) if p["status"].as_str() == Some(c.status.as_str()) => {
                     p["lastTransitionTime"].as_str().unwrap_or(now).to_string()
@@ -65,11 +73,18 @@ pub fn merge(live: Option<&Value>, wanted: &[Condition], generation: i64, now: &
 /// only when `Synced` and every plugin condition are True; otherwise it
 /// carries the reason and message of the first that is not.
 pub fn with_host_conditions(plugin: &[Condition], synced: Condition) -> Vec<Condition> {
-    let mut all: Vec<Condition> = Vec::new();
-    for c in plugin.iter().filter(|c| c.condition_type != SYNCED) {
-        all.retain(|a| a.condition_type != c.condition_type);
-        all.push(c.clone());
-    }
+    // Each type once, the last one winning, at the place of the last one.
+    let last: HashMap<&str, usize> = plugin
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.condition_type.as_str(), i))
+        .collect();
+    let mut all: Vec<Condition> = plugin
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| c.condition_type != SYNCED && last[c.condition_type.as_str()] == *i)
+        .map(|(_, c)| c.clone())
+        .collect();
     if !all.iter().any(|c| c.condition_type == READY) {
         let blocking = std::iter::once(&synced)
             .chain(all.iter())
@@ -139,8 +154,28 @@ mod tests {
             condition("Ready", ConditionStatus::False, "Waiting", ""),
             condition("Ready", ConditionStatus::True, "Done", ""),
         ];
-        let all = with_host_conditions(&plugin, synced);
+        let all = with_host_conditions(&plugin, synced.clone());
         assert_eq!(types(&all), ["Ready", "Synced"]);
         assert_eq!(all[0].reason, "Done");
+        // The last of a type wins, in its place.
+        let plugin = [
+            condition("A", ConditionStatus::True, "First", ""),
+            condition("B", ConditionStatus::True, "B", ""),
+            condition("A", ConditionStatus::True, "Second", ""),
+        ];
+        let all = with_host_conditions(&plugin, synced);
+        assert_eq!(types(&all), ["B", "A", "Ready", "Synced"]);
+        assert_eq!(all[1].reason, "Second");
+    }
+
+    #[test]
+    fn merge_keeps_the_first_live_condition_of_a_type() {
+        let live = json!([
+            {"type": "A", "status": "True", "lastTransitionTime": "first"},
+            {"type": "A", "status": "True", "lastTransitionTime": "second"}
+        ]);
+        let wanted = [condition("A", ConditionStatus::True, "R", "")];
+        let merged = merge(Some(&live), &wanted, 1, "now");
+        assert_eq!(merged[0]["lastTransitionTime"], "first");
     }
 }

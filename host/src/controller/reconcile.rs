@@ -12,7 +12,7 @@ use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
 use super::context::{BindingContext, object_key};
-use super::guardrails::{self, DesiredChild};
+use super::guardrails::{self, DesiredChild, Rules};
 use super::status::{self, Outcome};
 use super::{ReconcileError, apply, finalizer};
 
@@ -128,11 +128,7 @@ async fn reconcile_inner(
             .await;
         }
     };
-    let desired = match guardrails::check_children(
-        response.children.clone(),
-        parent.namespace().as_deref(),
-        &ctx.child_scopes,
-    ) {
+    let desired = match check_guardrails(ctx, parent, &response).await {
         Ok(desired) => desired,
         Err(violations) => {
             return fail(
@@ -176,9 +172,47 @@ async fn reconcile_inner(
         return Ok(Action::await_change());
     }
     ctx.requested_requeue(&key, response.requeue_after.is_some());
-    Ok(Action::requeue(
-        response.requeue_after.unwrap_or_else(|| spec.resync()),
-    ))
+    Ok(Action::requeue(requeue_delay(
+        response.requeue_after,
+        spec.resync(),
+    )))
+}
+
+/// The soonest a plugin may ask to be called again: `requeue-after-ms: 0`
+/// must not turn into a hot loop.
+pub const MIN_REQUEUE: Duration = Duration::from_secs(1);
+
+/// When to reconcile again: the plugin's wish, no sooner than
+/// [`MIN_REQUEUE`], or the resync.
+pub fn requeue_delay(requested: Option<Duration>, resync: Duration) -> Duration {
+    requested.map_or(resync, |d| d.max(MIN_REQUEUE))
+}
+
+/// Run the guardrails on the blocking pool: up to the output cap of JSON to
+/// walk is no work for the async executor.
+async fn check_guardrails(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    response: &Response,
+) -> Result<Vec<DesiredChild>, Vec<String>> {
+    let children = response.children.clone();
+    let parent_kind = ctx.parent.kind.clone();
+    let parent_namespace = parent.namespace();
+    let operator_namespace = ctx.shared.options.namespace.clone();
+    let scopes = ctx.child_scopes.clone();
+    tokio::task::spawn_blocking(move || {
+        guardrails::check_children(
+            children,
+            &Rules {
+                parent_kind: &parent_kind,
+                parent_namespace: parent_namespace.as_deref(),
+                operator_namespace: &operator_namespace,
+                scopes: &scopes,
+            },
+        )
+    })
+    .await
+    .unwrap_or_else(|e| Err(vec![format!("guardrail check failed: {e}")]))
 }
 
 async fn write_children(
@@ -225,13 +259,23 @@ async fn fail(
     Err(error)
 }
 
+/// The plugin's events, one Event write per type and reason: repeats in
+/// one response are folded into the first, with a count.
 async fn publish_plugin_events(ctx: &BindingContext, parent: &DynamicObject, response: &Response) {
-    for event in &response.events {
+    for (event, repeats) in super::events::aggregate(&response.events) {
         let kind = match event.event_type {
             EventType::Normal => KubeEventType::Normal,
             EventType::Warning => KubeEventType::Warning,
         };
-        publish(ctx, parent, kind, &event.reason, &event.message).await;
+        let message = if repeats > 0 {
+            format!(
+                "{} (and {repeats} more {} events in the same response)",
+                event.message, event.reason
+            )
+        } else {
+            event.message.clone()
+        };
+        publish(ctx, parent, kind, &event.reason, &message).await;
     }
 }
 

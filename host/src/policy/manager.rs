@@ -2,10 +2,13 @@
 //! loads each new version, checks its settings with the policy's own
 //! `validate-settings`, and swaps it into [`Policies`] atomically. A
 //! version that fails any check never replaces a working one: the old one
-//! keeps serving and a Warning Event on the ConfigMap says why.
+//! keeps serving and a Warning Event on the ConfigMap says why. Compiling a
+//! policy and checking its settings run in a task per version, so a slow
+//! one never holds up the others.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -15,10 +18,13 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
 use super::binding::{self, DIGEST_ANNOTATION, POLICY_LABEL, PolicyBinding};
 use super::{LoadedPolicy, Policies};
 use crate::controller::bindings::content_of;
-use crate::runtime::{CallError, Runtime};
+use crate::runtime::{CallError, PolicyPlugin, Runtime};
 
 /// Run the policy manager over the ConfigMaps of `namespace` until
 /// `shutdown` completes.
@@ -34,6 +40,7 @@ pub async fn run_policy_manager(
         instance: std::env::var("HOSTNAME").ok(),
     };
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let (loaded_tx, mut loaded_rx) = mpsc::unbounded_channel::<Loaded>();
     let mut manager = Manager {
         client: client.clone(),
         api: api.clone(),
@@ -43,6 +50,9 @@ pub async fn run_policy_manager(
         active: HashMap::new(),
         refused: HashMap::new(),
         retry: HashMap::new(),
+        loading: HashMap::new(),
+        loaded_tx,
+        initial: None,
     };
     let mut retry = tokio::time::interval(crate::controller::bindings::RETRY_EVERY);
     let mut events = watcher(api, watcher::Config::default().labels(POLICY_LABEL))
@@ -54,6 +64,7 @@ pub async fn run_policy_manager(
         tokio::select! {
             _ = &mut shutdown => break,
             _ = retry.tick() => manager.retry_refused().await,
+            Some(done) = loaded_rx.recv() => manager.loaded(done).await,
             event = events.next() => match event {
                 Some(Ok(watcher::Event::Init)) => initial.clear(),
                 Some(Ok(watcher::Event::InitApply(cm))) => initial.push(cm),
@@ -71,7 +82,9 @@ pub async fn run_policy_manager(
                     for name in gone {
                         manager.remove(&name);
                     }
-                    manager.policies.mark_loaded();
+                    // Loaded once the versions found now are settled.
+                    manager.initial = Some(manager.loading.keys().cloned().collect());
+                    manager.check_loaded();
                 }
                 Some(Ok(watcher::Event::Apply(cm))) => manager.upsert(cm).await,
                 Some(Ok(watcher::Event::Delete(cm))) => manager.remove(&cm.name_any()),
@@ -79,6 +92,9 @@ pub async fn run_policy_manager(
                 None => break,
             },
         }
+    }
+    for (_, loading) in manager.loading.drain() {
+        loading.task.abort();
     }
     Ok(())
 }
@@ -100,6 +116,27 @@ struct Manager {
     refused: HashMap<String, u64>,
     /// Refused versions whose cause may pass (a kind not served yet).
     retry: HashMap<String, ConfigMap>,
+    /// Versions being compiled and checked, each in a task of its own.
+    loading: HashMap<String, Loading>,
+    loaded_tx: mpsc::UnboundedSender<Loaded>,
+    /// After the initial list: the versions found in it still loading.
+    initial: Option<HashSet<String>>,
+}
+
+/// A version being loaded: its content, its policy name (claimed
+/// meanwhile), and the task.
+struct Loading {
+    content: u64,
+    name: String,
+    task: JoinHandle<()>,
+}
+
+/// A version loaded (or refused).
+struct Loaded {
+    cm: ConfigMap,
+    content: u64,
+    binding: PolicyBinding,
+    result: Result<Arc<PolicyPlugin>, (&'static str, String)>,
 }
 
 /// Why a policy version was refused.
@@ -145,34 +182,44 @@ impl Manager {
             .get(&cm_name)
             .is_some_and(|a| a.content == content)
             || self.refused.get(&cm_name) == Some(&content)
+            || self
+                .loading
+                .get(&cm_name)
+                .is_some_and(|l| l.content == content)
         {
             return; // e.g. our own digest annotation
         }
         self.retry.remove(&cm_name);
-        match self.try_upsert(&cm, content).await {
-            Ok(()) => {
-                self.refused.remove(&cm_name);
-            }
-            Err(refused) => {
-                let serving = if self.active.contains_key(&cm_name) {
-                    "; the previous version keeps serving"
-                } else {
-                    ""
-                };
-                tracing::warn!(configmap = %cm_name, reason = refused.reason, "policy refused: {}{serving}", refused.message);
-                self.event(
-                    &cm,
-                    EventType::Warning,
-                    refused.reason,
-                    &format!("{}{serving}", refused.message),
-                )
-                .await;
-                if refused.transient {
-                    self.retry.insert(cm_name.clone(), cm);
-                }
-                self.refused.insert(cm_name, content);
-            }
+        // A newer version supersedes one being loaded.
+        if let Some(old) = self.loading.remove(&cm_name) {
+            old.task.abort();
         }
+        if let Err(refused) = self.start_load(&cm, content).await {
+            self.refuse(&cm, content, refused).await;
+        }
+    }
+
+    /// Record a refused version with a Warning Event; the old version, if
+    /// any, keeps serving.
+    async fn refuse(&mut self, cm: &ConfigMap, content: u64, refused: Refusal) {
+        let cm_name = cm.name_any();
+        let serving = if self.active.contains_key(&cm_name) {
+            "; the previous version keeps serving"
+        } else {
+            ""
+        };
+        tracing::warn!(configmap = %cm_name, reason = refused.reason, "policy refused: {}{serving}", refused.message);
+        self.event(
+            cm,
+            EventType::Warning,
+            refused.reason,
+            &format!("{}{serving}", refused.message),
+        )
+        .await;
+        if refused.transient {
+            self.retry.insert(cm_name.clone(), cm.clone());
+        }
+        self.refused.insert(cm_name, content);
     }
 
     /// Try again the versions refused for a cause that may have passed.
@@ -184,7 +231,9 @@ impl Manager {
         }
     }
 
-    async fn try_upsert(&mut self, cm: &ConfigMap, content: u64) -> Result<(), Refusal> {
+    /// Read the version and resolve its kinds, then compile it and check
+    /// its settings in a task; [`Manager::loaded`] carries on.
+    async fn start_load(&mut self, cm: &ConfigMap, content: u64) -> Result<(), Refusal> {
         let cm_name = cm.name_any();
         let mut binding =
             binding::from_config_map(cm).map_err(|e| refusal("InvalidPolicy", e.to_string()))?;
@@ -196,24 +245,93 @@ impl Manager {
                 transient: true,
             })?;
         let name = binding.spec.name.clone();
-        if let Some((other, _)) = self
+        let taken = self
             .active
             .iter()
-            .find(|(other, a)| **other != cm_name && a.name == name)
-        {
+            .map(|(other, a)| (other, &a.name))
+            .chain(self.loading.iter().map(|(other, l)| (other, &l.name)))
+            .find(|(other, n)| **other != cm_name && **n == name);
+        if let Some((other, _)) = taken {
             return Err(refusal(
                 "PolicyNameTaken",
                 format!("policy name {name} is already used by ConfigMap {other}"),
             ));
         }
         let runtime = self.runtime.clone();
-        let loading = binding.clone();
-        let plugin = tokio::task::spawn_blocking(move || load_policy(&runtime, &loading))
-            .await
-            .map_err(|e| refusal("PolicyLoadFailed", e.to_string()))?
-            .map_err(|(reason, message)| refusal(reason, message))?;
+        let tx = self.loaded_tx.clone();
+        let cm = cm.clone();
+        let task = tokio::spawn(async move {
+            let loading = binding.clone();
+            let result = tokio::task::spawn_blocking(move || load_policy(&runtime, &loading))
+                .await
+                .unwrap_or_else(|e| Err(("PolicyLoadFailed", e.to_string())));
+            let _ = tx.send(Loaded {
+                cm,
+                content,
+                binding,
+                result,
+            });
+        });
+        self.loading.insert(
+            cm_name,
+            Loading {
+                content,
+                name,
+                task,
+            },
+        );
+        Ok(())
+    }
+
+    /// A version finished loading: put it into service unless a newer one
+    /// superseded it.
+    async fn loaded(&mut self, done: Loaded) {
+        let cm_name = done.cm.name_any();
+        if self
+            .loading
+            .get(&cm_name)
+            .is_none_or(|l| l.content != done.content)
+        {
+            return; // superseded or deleted meanwhile
+        }
+        self.loading.remove(&cm_name);
+        match done.result {
+            Ok(plugin) => {
+                self.install(&done.cm, done.content, done.binding, plugin)
+                    .await;
+                self.refused.remove(&cm_name);
+            }
+            Err((reason, message)) => {
+                self.refuse(&done.cm, done.content, refusal(reason, message))
+                    .await;
+            }
+        }
+        if let Some(initial) = &mut self.initial {
+            initial.remove(&cm_name);
+        }
+        self.check_loaded();
+    }
+
+    /// Mark the policies loaded once the initial versions are settled.
+    fn check_loaded(&mut self) {
+        if self.initial.as_ref().is_some_and(HashSet::is_empty) {
+            self.initial = None;
+            self.policies.mark_loaded();
+        }
+    }
+
+    /// Swap a loaded version into service.
+    async fn install(
+        &mut self,
+        cm: &ConfigMap,
+        content: u64,
+        binding: PolicyBinding,
+        plugin: Arc<PolicyPlugin>,
+    ) {
+        let cm_name = cm.name_any();
+        let name = binding.spec.name.clone();
         let digest = plugin.digest().to_string();
-        let spec = std::sync::Arc::new(binding.spec);
+        let spec = Arc::new(binding.spec);
         // Atomic swap: evaluations in flight keep the version they started with.
         self.policies.insert(LoadedPolicy {
             spec: spec.clone(),
@@ -243,12 +361,18 @@ impl Manager {
             ),
         )
         .await;
-        Ok(())
     }
 
     fn remove(&mut self, cm_name: &str) {
         self.refused.remove(cm_name);
         self.retry.remove(cm_name);
+        if let Some(loading) = self.loading.remove(cm_name) {
+            loading.task.abort();
+        }
+        if let Some(initial) = &mut self.initial {
+            initial.remove(cm_name);
+        }
+        self.check_loaded();
         if let Some(active) = self.active.remove(cm_name) {
             tracing::info!(configmap = cm_name, policy = %active.name, "policy binding deleted; the policy is out of service");
             self.policies.remove(&active.name);

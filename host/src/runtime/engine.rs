@@ -42,7 +42,18 @@ pub enum Allocator {
     OnDemand,
 }
 
+/// Memories, tables and core instances one plugin instance may have: the
+/// pooling allocator's per-component bounds, and the limiter's otherwise.
+pub(crate) const MAX_MEMORIES: usize = 4;
+/// Tables per plugin instance.
+pub(crate) const MAX_TABLES: usize = 16;
+/// Core instances per plugin instance.
+pub(crate) const MAX_CORE_INSTANCES: usize = 32;
+
 fn base_config() -> Config {
+    // Calls are async (wasmtime 48 always supports it): a guest blocked in
+    // a WASI host call (a clock subscription) is a pending future that the
+    // host's deadline timer can drop, not a blocked thread.
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);
@@ -61,9 +72,11 @@ pub fn build_engine(settings: &EngineSettings) -> anyhow::Result<(Engine, Alloca
             .total_memories(slots * 2)
             .total_tables(slots * 4)
             .max_memory_size(settings.max_memory_bytes)
-            .max_core_instances_per_component(32)
-            .max_memories_per_component(4)
-            .max_tables_per_component(16)
+            .max_core_instances_per_component(MAX_CORE_INSTANCES as u32)
+            .max_memories_per_component(MAX_MEMORIES as u32)
+            .max_tables_per_component(MAX_TABLES as u32)
+            // Calls run on fibres (async wasmtime), one stack per instance.
+            .total_stacks(slots)
             // A slot's memory is reset between calls. Zeroing the first MiB
             // in place costs less than handing it back to the kernel and
             // taking a page fault per page on the next call (the largest cost

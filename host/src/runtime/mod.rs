@@ -2,12 +2,16 @@
 //! once per digest, and a fresh sandboxed store for every call.
 //!
 //! Cost model, visible in the files: [`engine`] and [`cache`] are paid once
-//! per process and once per plugin digest; [`store`] is paid on every call.
-//! Calls run on tokio's blocking pool, never on the async executor.
+//! per process and once per plugin digest; [`call`] and [`store`] are paid
+//! on every call. Calls run on tokio's blocking pool, never on the async
+//! executor, and end by their deadline whatever the guest calls.
 
 mod cache;
+mod call;
+mod capture;
 mod engine;
 mod error;
+mod limiter;
 mod limits;
 mod plugin;
 mod store;
@@ -24,7 +28,7 @@ pub use engine::{Allocator, EPOCH_TICK, EngineSettings};
 pub use error::{CallError, LoadError};
 pub use limits::Limits;
 pub use plugin::{PolicyPlugin, ReconcilerPlugin};
-pub use store::CallState;
+pub use store::{CAPTURE_BYTES, CallState, MAX_RANDOM_BYTES};
 
 use crate::contract::bindings::reconciler::gantry::plugin::{host, types};
 
@@ -64,16 +68,18 @@ struct Inner {
     linker: Linker<CallState>,
     cache: cache::ComponentCache,
     calls: Arc<Semaphore>,
+    max_calls: usize,
     ticker: engine::EpochTicker,
 }
 
 impl Runtime {
-    /// Build the engine, the linker (WASI with an empty context, and the
-    /// `log` import) and start the epoch ticker.
+    /// Build the engine, the linker (WASI with an empty context, linked
+    /// async so that waits in host calls can be abandoned, and the `log`
+    /// import) and start the epoch ticker.
     pub fn new(settings: RuntimeSettings) -> anyhow::Result<Self> {
         let (engine, allocator) = engine::build_engine(&settings.engine)?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         host::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
         types::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
         let cache = cache::ComponentCache::new(&engine, settings.cache_dir);
@@ -86,6 +92,7 @@ impl Runtime {
                 linker,
                 cache,
                 calls: Arc::new(Semaphore::new(settings.engine.max_concurrent_calls.max(1))),
+                max_calls: settings.engine.max_concurrent_calls.max(1),
                 ticker,
             }),
         })
@@ -109,6 +116,12 @@ impl Runtime {
     /// Components loaded from the on-disk cache so far.
     pub fn disk_cache_hits(&self) -> u64 {
         self.inner.cache.disk_hits()
+    }
+
+    /// Calls holding a concurrency slot now: each holds it until its
+    /// instance is gone, not merely until its caller stops waiting.
+    pub fn calls_in_flight(&self) -> usize {
+        self.inner.max_calls - self.inner.calls.available_permits()
     }
 
     /// Whether the runtime's background thread is alive.
@@ -149,19 +162,29 @@ impl Runtime {
         &self.inner.linker
     }
 
-    /// Run `call` on the blocking pool, at most `max_concurrent_calls` at once.
-    pub(crate) async fn run_blocking<R: Send + 'static>(
-        &self,
-        call: impl FnOnce() -> Result<R, CallError> + Send + 'static,
-    ) -> Result<R, CallError> {
-        let _permit = self
-            .inner
+    /// Wait for a free slot (at most `max_concurrent_calls` are taken).
+    async fn slot(&self) -> Result<call::Slot, CallError> {
+        self.inner
             .calls
             .clone()
             .acquire_owned()
             .await
-            .map_err(|e| CallError::Host(e.to_string()))?;
-        tokio::task::spawn_blocking(call)
+            .map_err(|e| CallError::Host(e.to_string()))
+    }
+
+    /// Wait for a free slot from synchronous code.
+    pub(crate) fn slot_blocking(&self) -> Result<call::Slot, CallError> {
+        call::block_on(|| self.slot())
+    }
+
+    /// Take a slot, then run `call` with it on the blocking pool. The call
+    /// owns the slot: a caller that stops waiting does not free it.
+    pub(crate) async fn run_blocking<R: Send + 'static>(
+        &self,
+        call: impl FnOnce(call::Slot) -> Result<R, CallError> + Send + 'static,
+    ) -> Result<R, CallError> {
+        let slot = self.slot().await?;
+        tokio::task::spawn_blocking(move || call(slot))
             .await
             .map_err(|e| CallError::Host(format!("plugin call task failed: {e}")))?
     }

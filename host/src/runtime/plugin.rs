@@ -4,13 +4,14 @@
 use std::sync::Arc;
 
 use gantry_sdk::{AdmissionRequest, Request, Response, Verdict};
-use wasmtime::component::{Component, Instance, InstancePre};
-use wasmtime::{Store, Trap};
+use wasmtime::Store;
+use wasmtime::component::{Component, InstancePre};
 
 use super::Runtime;
+use super::call::{self, Slot};
 use super::error::{CallError, LoadError};
 use super::limits::Limits;
-use super::store::{CallState, new_store};
+use super::store::CallState;
 use crate::contract::bindings::policy::exports::gantry::plugin::admission;
 use crate::contract::bindings::reconciler::exports::gantry::plugin::{config, reconcile};
 use crate::contract::{self, names};
@@ -58,53 +59,6 @@ fn wrong_world(
             "{e:#} (the component exports: {})",
             export_names(runtime, component)
         ),
-    }
-}
-
-/// Turn a failed call into the error that says why: deadline, memory, or a
-/// trap with whatever the plugin printed to stderr.
-fn call_failure(store: &Store<CallState>, limits: &Limits, error: wasmtime::Error) -> CallError {
-    store.data().flush_output();
-    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-        return CallError::Timeout {
-            deadline: limits.deadline,
-        };
-    }
-    if store.data().memory_exceeded() {
-        return CallError::OutOfMemory {
-            limit: limits.memory_bytes,
-        };
-    }
-    let stderr = store.data().stderr_text();
-    let mut message = format!("{error:#}");
-    if !stderr.is_empty() {
-        message.push_str("; plugin stderr: ");
-        message.push_str(&stderr);
-    }
-    CallError::Trap { message }
-}
-
-/// One call in a fresh sandbox: instantiate, load the export with `load`,
-/// run `call`; a failure says why (deadline, memory, trap).
-fn sandboxed<G, R>(
-    runtime: &Runtime,
-    name: &str,
-    pre: &InstancePre<CallState>,
-    limits: &Limits,
-    load: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<G>,
-    call: impl FnOnce(&G, &mut Store<CallState>) -> wasmtime::Result<R>,
-) -> Result<R, CallError> {
-    let mut store = new_store(runtime.engine(), name, limits);
-    let outcome = pre
-        .instantiate(&mut store)
-        .and_then(|instance| load(&mut store, &instance))
-        .and_then(|guest| call(&guest, &mut store));
-    match outcome {
-        Ok(result) => {
-            store.data().flush_output();
-            Ok(result)
-        }
-        Err(e) => Err(call_failure(&store, limits, e)),
     }
 }
 
@@ -173,24 +127,36 @@ impl ReconcilerPlugin {
     ) -> Result<Response, CallError> {
         let plugin = self.clone();
         self.runtime
-            .run_blocking(move || plugin.reconcile_blocking(&request, &limits))
+            .run_blocking(move |slot| plugin.reconcile_in(slot, &request, &limits))
             .await
     }
 
-    /// Call `reconcile` on this thread. Not for async contexts.
+    /// Call `reconcile` from synchronous code, waiting for a slot. Blocks
+    /// the calling thread (from a multi-threaded runtime's worker, through
+    /// `block_in_place`); prefer [`Self::reconcile`] in async code.
     pub fn reconcile_blocking(
         &self,
         request: &Request,
         limits: &Limits,
     ) -> Result<Response, CallError> {
+        self.reconcile_in(self.runtime.slot_blocking()?, request, limits)
+    }
+
+    fn reconcile_in(
+        &self,
+        slot: Slot,
+        request: &Request,
+        limits: &Limits,
+    ) -> Result<Response, CallError> {
         let wit_request = contract::to_wit_request(request);
-        let result = sandboxed(
+        let result = call::run(
             &self.runtime,
+            slot,
             &self.name,
             &self.pre,
             limits,
             |store, instance| self.reconcile.load(store, instance),
-            |guest, store| guest.call_reconcile(store, &wit_request),
+            async |guest, store| guest.call_reconcile(store, &wit_request).await,
         )?;
         match result {
             Ok(response) => contract::from_wit_response(response, limits),
@@ -204,15 +170,30 @@ impl ReconcilerPlugin {
         config: serde_json::Value,
         limits: Limits,
     ) -> Result<(), CallError> {
+        if self.config.is_none() {
+            return Ok(());
+        }
         let plugin = self.clone();
         self.runtime
-            .run_blocking(move || plugin.validate_config_blocking(&config, &limits))
+            .run_blocking(move |slot| plugin.validate_config_in(slot, &config, &limits))
             .await
     }
 
-    /// Call `validate-config` on this thread; Ok when the plugin has no such export.
+    /// Call `validate-config` from synchronous code; Ok when the plugin has no such export.
     pub fn validate_config_blocking(
         &self,
+        config: &serde_json::Value,
+        limits: &Limits,
+    ) -> Result<(), CallError> {
+        if self.config.is_none() {
+            return Ok(());
+        }
+        self.validate_config_in(self.runtime.slot_blocking()?, config, limits)
+    }
+
+    fn validate_config_in(
+        &self,
+        slot: Slot,
         config: &serde_json::Value,
         limits: &Limits,
     ) -> Result<(), CallError> {
@@ -220,13 +201,14 @@ impl ReconcilerPlugin {
             return Ok(());
         };
         let text = config.to_string();
-        let verdict = sandboxed(
+        let verdict = call::run(
             &self.runtime,
+            slot,
             &self.name,
             &self.pre,
             limits,
             |store, instance| indices.load(store, instance),
-            |guest, store| guest.call_validate_config(store, &text),
+            async |guest, store| guest.call_validate_config(store, &text).await,
         )?;
         verdict.map_err(|message| {
             CallError::Plugin(gantry_sdk::PluginError::permanent("InvalidConfig", message))
@@ -272,13 +254,15 @@ impl PolicyPlugin {
         &self.digest
     }
 
-    fn call<R>(
+    fn call<R: Send>(
         &self,
+        slot: Slot,
         limits: &Limits,
-        f: impl FnOnce(&admission::Guest, &mut Store<CallState>) -> wasmtime::Result<R>,
+        f: impl AsyncFnOnce(&admission::Guest, &mut Store<CallState>) -> wasmtime::Result<R> + Send,
     ) -> Result<R, CallError> {
-        sandboxed(
+        call::run(
             &self.runtime,
+            slot,
             &self.name,
             &self.pre,
             limits,
@@ -295,32 +279,62 @@ impl PolicyPlugin {
     ) -> Result<Verdict, CallError> {
         let plugin = self.clone();
         self.runtime
-            .run_blocking(move || plugin.validate_blocking(&request, &limits))
+            .run_blocking(move |slot| plugin.validate_in(slot, &request, &limits))
             .await
     }
 
-    /// Call `validate` on this thread.
+    /// Call `validate` from synchronous code, waiting for a slot.
     pub fn validate_blocking(
         &self,
         request: &AdmissionRequest,
         limits: &Limits,
     ) -> Result<Verdict, CallError> {
+        self.validate_in(self.runtime.slot_blocking()?, request, limits)
+    }
+
+    fn validate_in(
+        &self,
+        slot: Slot,
+        request: &AdmissionRequest,
+        limits: &Limits,
+    ) -> Result<Verdict, CallError> {
         let wit_request = contract::to_wit_admission(request);
-        let verdict = self.call(limits, |guest, store| {
-            guest.call_validate(store, &wit_request)
+        let verdict = self.call(slot, limits, async |guest, store| {
+            guest.call_validate(store, &wit_request).await
         })?;
         contract::from_wit_verdict(verdict, limits)
     }
 
-    /// Call `validate-settings` on this thread.
+    /// Call `validate-settings` on the blocking pool.
+    pub async fn validate_settings(
+        self: &Arc<Self>,
+        settings: serde_json::Value,
+        limits: Limits,
+    ) -> Result<(), CallError> {
+        let plugin = self.clone();
+        self.runtime
+            .run_blocking(move |slot| plugin.validate_settings_in(slot, &settings, &limits))
+            .await
+    }
+
+    /// Call `validate-settings` from synchronous code, waiting for a slot.
     pub fn validate_settings_blocking(
         &self,
         settings: &serde_json::Value,
         limits: &Limits,
     ) -> Result<(), CallError> {
+        self.validate_settings_in(self.runtime.slot_blocking()?, settings, limits)
+    }
+
+    fn validate_settings_in(
+        &self,
+        slot: Slot,
+        settings: &serde_json::Value,
+        limits: &Limits,
+    ) -> Result<(), CallError> {
         let text = settings.to_string();
-        match self.call(limits, |guest, store| {
-            guest.call_validate_settings(store, &text)
+        match self.call(slot, limits, async |guest, store| {
+            guest.call_validate_settings(store, &text).await
         })? {
             Ok(()) => Ok(()),
             Err(message) => Err(CallError::Plugin(gantry_sdk::PluginError::permanent(

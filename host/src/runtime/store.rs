@@ -1,51 +1,30 @@
 //! The per-call sandbox: a fresh [`Store`] with an empty WASI context,
 //! captured stdout/stderr, a memory limiter and the call's deadline.
+//!
+//! What the guest sees of WASI: no files, environment, arguments, sockets or
+//! name lookups; stdin is empty. The wall clock and the monotonic clock are
+//! the host's, and random bytes come from the host's generator (at most
+//! [`MAX_RANDOM_BYTES`] per request). A sleep or any other wait is a real
+//! wait, but it counts against the call's deadline like everything else: a
+//! call still waiting at its deadline is abandoned and its instance dropped.
 
 use wasmtime::component::ResourceTable;
-use wasmtime::{Engine, ResourceLimiter, Store};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime::{Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::capture::Capture;
 use super::engine::deadline_ticks;
+use super::limiter::MemoryLimiter;
 use super::limits::Limits;
 
 /// Bytes of stdout (and of stderr) kept per call; the rest is dropped.
-const CAPTURE_BYTES: usize = 64 << 10;
+pub const CAPTURE_BYTES: usize = 64 << 10;
 /// Log lines (the `log` import) accepted per call; the rest is counted.
 const MAX_LOG_LINES: usize = 256;
 /// Longest log line kept, bytes.
 const MAX_LOG_LINE: usize = 4096;
-
-/// Refuses memory growth past the limit and remembers that it did, so a
-/// trap that follows is reported as out-of-memory rather than as a trap.
-pub struct MemoryLimiter {
-    limit: usize,
-    exceeded: bool,
-}
-
-impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _max: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.limit {
-            self.exceeded = true;
-            return Ok(false);
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _max: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(desired <= 1_000_000)
-    }
-}
+/// Most random bytes one `get-random-bytes` may ask for.
+pub const MAX_RANDOM_BYTES: u64 = 1 << 20;
 
 /// Everything a call's store holds.
 pub struct CallState {
@@ -53,8 +32,8 @@ pub struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
     limiter: MemoryLimiter,
-    stdout: MemoryOutputPipe,
-    stderr: MemoryOutputPipe,
+    stdout: Capture,
+    stderr: Capture,
     log_lines: usize,
 }
 
@@ -70,7 +49,7 @@ impl WasiView for CallState {
 impl CallState {
     /// Whether the memory limiter refused a growth during this call.
     pub fn memory_exceeded(&self) -> bool {
-        self.limiter.exceeded
+        self.limiter.exceeded()
     }
 
     /// What the plugin wrote to stderr, lossily decoded.
@@ -80,7 +59,8 @@ impl CallState {
             .to_string()
     }
 
-    /// Forward captured stdout/stderr to the logs, line by line.
+    /// Forward captured stdout/stderr to the logs, line by line, and say
+    /// how much was dropped past [`CAPTURE_BYTES`].
     pub fn flush_output(&self) {
         for (stream, pipe) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
             let bytes = pipe.contents();
@@ -89,6 +69,10 @@ impl CallState {
                 .filter(|l| !l.is_empty())
             {
                 tracing::info!(plugin = %self.plugin, stream, "{line}");
+            }
+            let dropped = pipe.dropped();
+            if dropped > 0 {
+                tracing::warn!(plugin = %self.plugin, stream, dropped, "plugin output past {CAPTURE_BYTES} bytes dropped");
             }
         }
     }
@@ -126,13 +110,16 @@ fn truncate(text: &str, max: usize) -> &str {
 }
 
 /// A fresh store for one call of `plugin` under `limits`: no files, no
-/// environment, no arguments, no network; stdout and stderr captured.
+/// environment, no arguments, no network; stdout and stderr captured; the
+/// epoch deadline set (it stops wasm code; the caller's timer stops waits in
+/// host calls).
 pub fn new_store(engine: &Engine, plugin: &str, limits: &Limits) -> Store<CallState> {
-    let stdout = MemoryOutputPipe::new(CAPTURE_BYTES);
-    let stderr = MemoryOutputPipe::new(CAPTURE_BYTES);
+    let stdout = Capture::new(CAPTURE_BYTES);
+    let stderr = Capture::new(CAPTURE_BYTES);
     let mut wasi = WasiCtx::builder();
     wasi.stdout(stdout.clone())
         .stderr(stderr.clone())
+        .max_random_size(MAX_RANDOM_BYTES)
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false);
@@ -140,10 +127,7 @@ pub fn new_store(engine: &Engine, plugin: &str, limits: &Limits) -> Store<CallSt
         plugin: plugin.to_string(),
         wasi: wasi.build(),
         table: ResourceTable::new(),
-        limiter: MemoryLimiter {
-            limit: limits.memory_bytes,
-            exceeded: false,
-        },
+        limiter: MemoryLimiter::new(limits.memory_bytes),
         stdout,
         stderr,
         log_lines: 0,
@@ -153,4 +137,64 @@ pub fn new_store(engine: &Engine, plugin: &str, limits: &Limits) -> Store<CallSt
     store.set_epoch_deadline(deadline_ticks(limits.deadline));
     store.epoch_deadline_trap();
     store
+}
+
+#[cfg(test)]
+mod tests {
+    use wasmtime::component::Component;
+
+    use super::*;
+    use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
+
+    /// Instantiate the component `wat` under a memory cap of `limit`:
+    /// (instantiated, the limiter refused a growth).
+    fn instantiate(pooling: bool, wat: &str, limit: usize) -> (bool, bool) {
+        let rt = Runtime::new(RuntimeSettings {
+            engine: EngineSettings {
+                pooling,
+                max_concurrent_calls: 2,
+                ..EngineSettings::default()
+            },
+            cache_dir: None,
+        })
+        .unwrap();
+        let component = Component::new(rt.engine(), wat).unwrap();
+        let limits = Limits {
+            memory_bytes: limit,
+            ..Limits::default()
+        };
+        let mut store = new_store(rt.engine(), "wat", &limits);
+        let instantiated =
+            wasmtime_wasi::runtime::in_tokio(rt.linker().instantiate_async(&mut store, &component))
+                .is_ok();
+        (instantiated, store.data().memory_exceeded())
+    }
+
+    #[test]
+    fn the_memory_cap_holds_for_all_memories_of_an_instance() {
+        // Two core instances of 3 MiB each: each fits a 4 MiB cap alone.
+        let two_memories = r#"(component
+            (core module $m (memory 48))
+            (core instance (instantiate $m))
+            (core instance (instantiate $m)))"#;
+        for pooling in [true, false] {
+            assert_eq!(instantiate(pooling, two_memories, 8 << 20), (true, false));
+            assert_eq!(
+                instantiate(pooling, two_memories, 4 << 20),
+                (false, true),
+                "pooling: {pooling}"
+            );
+        }
+    }
+
+    #[test]
+    fn tables_count_against_the_memory_cap() {
+        // 300,000 elements of 8 bytes: 2.4 MB (on-demand allocation; the
+        // pool bounds table sizes itself).
+        let table = r#"(component
+            (core module $t (table 300000 funcref))
+            (core instance (instantiate $t)))"#;
+        assert_eq!(instantiate(false, table, 4 << 20), (true, false));
+        assert_eq!(instantiate(false, table, 2 << 20), (false, true));
+    }
 }

@@ -7,13 +7,34 @@
 //! - `mutate`: allows, adding the label `hostile: "yes"` to the object;
 //! - `loop`: never returns (the deadline stops it);
 //! - `memory-bomb`: allocates until the memory limit stops it;
-//! - `panic`: panics (a trap).
+//! - `panic`: panics (a trap);
+//! - `sleep`: blocks in a WASI clock for `millis` (default 5000), then allows;
+//! - `sleep-settings`: `validate-settings` blocks for `millis` (default
+//!   5000), then accepts; `validate` allows.
 //!
 //! `validate-settings` rejects any other behaviour.
 
 use gantry_sdk::{AdmissionRequest, Policy, Value, Verdict, json};
 
-const BEHAVIOURS: &[&str] = &["allow", "deny", "mutate", "loop", "memory-bomb", "panic"];
+const BEHAVIOURS: &[&str] = &[
+    "allow",
+    "deny",
+    "mutate",
+    "loop",
+    "memory-bomb",
+    "panic",
+    "sleep",
+    "sleep-settings",
+];
+
+/// Block in a WASI clock subscription for the settings' `millis`.
+fn sleep(settings: &Value) {
+    let millis = settings
+        .get("millis")
+        .and_then(Value::as_u64)
+        .unwrap_or(5000);
+    std::thread::sleep(std::time::Duration::from_millis(millis));
+}
 
 fn behaviour(settings: &Value) -> &str {
     settings
@@ -54,12 +75,19 @@ impl Policy for HostilePolicy {
                 }
             }
             "panic" => panic!("hostile policy panics on purpose"),
+            "sleep" => {
+                sleep(&request.settings);
+                Verdict::allow()
+            }
             _ => Verdict::allow(),
         }
     }
 
     fn validate_settings(settings: &Value) -> Result<(), String> {
         let wanted = behaviour(settings);
+        if wanted == "sleep-settings" {
+            sleep(settings);
+        }
         if BEHAVIOURS.contains(&wanted) {
             Ok(())
         } else {

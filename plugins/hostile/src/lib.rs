@@ -9,7 +9,17 @@
 //! `echo` (a ConfigMap `<parent>-echo` naming the related and observed
 //! objects and the trigger), `chatty` (writes to stdout/stderr and the log; ConfigMap `<parent>-chatty`), `counter` (names its
 //! child after a global call counter), `error`.
-//! `validate-config` rejects `{"behaviour": "reject-config"}`.
+//!
+//! Behaviours that attack the host rather than break the contract:
+//! `sleep` (blocks in a WASI clock for `millis`, default 5000, then like
+//! `ok`), `stdout-flood` (writes `bytes`, default 1 MiB, to stdout, then a
+//! ConfigMap `<parent>-flood`), `children` (returns the config's `children`
+//! verbatim, e.g. a ConfigMap labelled `gantry.dev/plugin`), `conditions`
+//! and `events` (`count` of each, default 100,000 and 3,000), and
+//! `requeue-zero` (like `ok` with `requeue-after-ms: 0`).
+//!
+//! `validate-config` rejects `{"behaviour": "reject-config"}` and sleeps
+//! for `millis` (default 5000) with `{"behaviour": "sleep-config"}`.
 
 #[cfg(target_arch = "wasm32")]
 mod component {
@@ -43,6 +53,13 @@ mod component {
             requeue_after_ms: None,
             finalized: false,
         }
+    }
+
+    fn number(config: &str, key: &str, default: u64) -> u64 {
+        serde_json::from_str::<Value>(config)
+            .ok()
+            .and_then(|c| c.get(key).and_then(Value::as_u64))
+            .unwrap_or(default)
     }
 
     fn config_map(name: &str) -> String {
@@ -84,6 +101,60 @@ mod component {
                         std::hint::spin_loop();
                     }
                     Ok(response(vec![config_map(&format!("{parent}-fine"))]))
+                }
+                "sleep" => {
+                    // Blocks in the host (a WASI clock subscription), not in wasm code.
+                    let millis = number(&request.config, "millis", 5000);
+                    std::thread::sleep(std::time::Duration::from_millis(millis));
+                    Ok(response(vec![config_map(&format!("{parent}-fine"))]))
+                }
+                "stdout-flood" => {
+                    use std::io::Write;
+                    let bytes = number(&request.config, "bytes", 1 << 20) as usize;
+                    let line = "x".repeat(1023);
+                    let mut out = std::io::stdout().lock();
+                    for _ in 0..bytes / 1024 {
+                        writeln!(out, "{line}").expect("stdout takes what it is given");
+                    }
+                    out.flush().expect("stdout flushes");
+                    Ok(response(vec![config_map(&format!("{parent}-flood"))]))
+                }
+                "children" => {
+                    let children = serde_json::from_str::<Value>(&request.config)
+                        .ok()
+                        .and_then(|c| c.get("children").and_then(Value::as_array).cloned())
+                        .unwrap_or_default();
+                    Ok(response(children.iter().map(Value::to_string).collect()))
+                }
+                "conditions" => {
+                    let count = number(&request.config, "count", 100_000);
+                    let mut r = response(vec![config_map(&format!("{parent}-fine"))]);
+                    r.conditions = (0..count)
+                        .map(|i| exports::gantry::plugin::reconcile::Condition {
+                            condition_type: format!("C{i}"),
+                            status: exports::gantry::plugin::reconcile::ConditionStatus::True,
+                            reason: "Many".into(),
+                            message: String::new(),
+                        })
+                        .collect();
+                    Ok(r)
+                }
+                "events" => {
+                    let count = number(&request.config, "count", 3000);
+                    let mut r = response(vec![config_map(&format!("{parent}-fine"))]);
+                    r.events = (0..count)
+                        .map(|i| exports::gantry::plugin::reconcile::Event {
+                            event_type: exports::gantry::plugin::reconcile::EventType::Normal,
+                            reason: "Many".into(),
+                            message: format!("event {i}"),
+                        })
+                        .collect();
+                    Ok(r)
+                }
+                "requeue-zero" => {
+                    let mut r = response(vec![config_map(&format!("{parent}-fine"))]);
+                    r.requeue_after_ms = Some(0);
+                    Ok(r)
                 }
                 "panic" => panic!("hostile plugin panics on purpose"),
                 "oversized-output" => {
@@ -178,6 +249,11 @@ mod component {
         fn validate_config(config: String) -> Result<(), String> {
             match behaviour(&config).as_str() {
                 "reject-config" => Err("this config is rejected on purpose".into()),
+                "sleep-config" => {
+                    let millis = number(&config, "millis", 5000);
+                    std::thread::sleep(std::time::Duration::from_millis(millis));
+                    Ok(())
+                }
                 _ => Ok(()),
             }
         }
