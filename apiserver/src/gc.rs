@@ -70,7 +70,13 @@ impl Plan {
         if meta::is_deleting(obj) || self.touched.contains(key) {
             return;
         }
-        match lifecycle::delete(key, obj, Propagation::Background, false) {
+        match lifecycle::delete(
+            key,
+            obj,
+            Propagation::Background,
+            false,
+            lifecycle::Marking::Generic,
+        ) {
             Deletion::Removed(w) | Deletion::Pending(_, Some(w)) => self.push(key, w),
             Deletion::Pending(_, None) => {}
         }

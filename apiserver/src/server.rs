@@ -117,9 +117,16 @@ impl ApiServer {
             source,
         })?;
         let (stop, stop_rx) = watch::channel(false);
+        let app = Arc::into_inner(app).expect("sole owner");
         let app = Arc::new(App {
             stop: stop_rx.clone(),
-            ..Arc::into_inner(app).expect("sole owner")
+            // The bound address (port 0 becomes the port picked), for
+            // discovery's serverAddressByClientCIDRs.
+            config: Config {
+                listen: addr,
+                ..app.config
+            },
+            ..app
         });
         let router = crate::http::router(app.clone());
         let mut srv_stop = stop_rx.clone();

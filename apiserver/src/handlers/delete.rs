@@ -150,7 +150,13 @@ fn delete_one(
     if is_ns && !meta::is_deleting(&target) {
         target["status"] = json!({ "phase": "Terminating" });
     }
-    let (out, writes) = match lifecycle::delete(key, &target, policy, is_ns) {
+    let own = is_ns || (info.group == crate::crd::GROUP && info.plural == crate::crd::PLURAL);
+    let marking = if own {
+        lifecycle::Marking::Own
+    } else {
+        lifecycle::Marking::Generic
+    };
+    let (out, writes) = match lifecycle::delete(key, &target, policy, is_ns, marking) {
         Deletion::Removed(w) => (Deleted::Gone((**obj).clone()), vec![w]),
         Deletion::Pending(o, w) => (Deleted::Pending(o), w.into_iter().collect()),
     };

@@ -73,11 +73,31 @@ fn job_spec(spec: &mut Value) {
     template(spec);
 }
 
+/// kube's `kubernetes.io/metadata.name` label: always the namespace's name
+/// (set again on every write; a generated name gets it on create).
+pub fn namespace_name_label(obj: &mut Value) {
+    let Some(name) = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+    else {
+        return;
+    };
+    let metadata = child(obj, "metadata");
+    let labels = child(metadata, "labels");
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    labels["kubernetes.io/metadata.name"] = json!(name);
+}
+
 /// Applies the defaults of `info`'s kind to `obj` (built-ins only).
 pub fn apply(info: &ResourceInfo, obj: &mut Value) {
     match (info.group.as_str(), info.plural.as_str()) {
         ("", "pods") => pod_spec(child(obj, "spec")),
         ("", "secrets") => default(obj, "type", json!("Opaque")),
+        ("", "namespaces") => namespace_name_label(obj),
         (crate::admission::GROUP, crate::admission::MUTATING | crate::admission::VALIDATING) => {
             crate::admission::config::default(info, obj)
         }

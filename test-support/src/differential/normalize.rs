@@ -1,7 +1,9 @@
 //! What must differ between two servers, replaced by placeholders before
 //! bodies are compared: uids, resourceVersions, continue tokens,
-//! timestamps and ages, allocated cluster IPs, generated names and
-//! selfLinks. Everything else is compared as is.
+//! timestamps and ages, allocated cluster IPs, generated names, the port
+//! in `serverAddressByClientCIDRs` and selfLinks. `managedFields` entries
+//! are sorted by manager, operation and subresource: kube orders them by
+//! time, and times differ. Everything else is compared as is.
 
 use std::collections::HashMap;
 
@@ -26,6 +28,12 @@ fn walk(value: &mut Value, key: Option<&str>, generated: &GeneratedNames) {
     match value {
         Value::Object(map) => {
             map.remove("selfLink");
+            if let Some(Value::Array(entries)) = map.get_mut("managedFields") {
+                entries.sort_by_key(|e| {
+                    ["manager", "operation", "subresource"]
+                        .map(|k| e[k].as_str().unwrap_or("").to_string())
+                });
+            }
             if let (Some(Value::String(prefix)), Some(Value::String(name))) =
                 (map.get("generateName"), map.get("name"))
                 && name.starts_with(prefix.as_str())
@@ -62,6 +70,13 @@ fn placeholder(key: Option<&str>, s: &str, generated: &GeneratedNames) -> Option
         Some("continue") => return Some("<continue>".into()),
         Some("clusterIP" | "clusterIPs") if s.parse::<std::net::IpAddr>().is_ok() => {
             return Some("<ip>".into());
+        }
+        Some("serverAddress") => {
+            if let Some((host, port)) = s.rsplit_once(':')
+                && port.parse::<u16>().is_ok()
+            {
+                return Some(format!("{host}:<port>"));
+            }
         }
         _ => {}
     }

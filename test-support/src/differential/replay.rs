@@ -44,6 +44,10 @@ const BUILT_IN_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public",
 /// ServiceAccount made, a watched event).
 const SETTLE: Duration = Duration::from_secs(60);
 
+/// Set, this environment variable has every difference of every exchange
+/// printed on stderr (the report shows only the first of each group).
+pub const DETAIL: &str = "GANTRY_DIFFERENTIAL_DETAIL";
+
 /// One server during a replay, with what was learnt from its answers.
 struct Side {
     backend: Backend,
@@ -76,6 +80,7 @@ pub async fn replay(path: &Path, report: &mut Report) -> anyhow::Result<()> {
         }
     }
     report.recordings.push(label.clone());
+    let detail = std::env::var_os(DETAIL).is_some();
     for exchange in &exchanges {
         if exchange.watch {
             if is_wait(exchange) {
@@ -90,6 +95,12 @@ pub async fn replay(path: &Path, report: &mut Report) -> anyhow::Result<()> {
         let [a, b] = &mut sides;
         let (x, y) = tokio::join!(a.exchange(exchange), b.exchange(exchange));
         let outcome = compare(&x?, &y?);
+        if detail && !outcome.is_empty() {
+            eprintln!("{label}#{} {}:", exchange.seq, group_key(exchange));
+            for difference in &outcome {
+                eprintln!("    {difference}");
+            }
+        }
         report.add(
             &group_key(exchange),
             outcome,

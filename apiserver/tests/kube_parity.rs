@@ -1,0 +1,187 @@
+//! Differences from kube-apiserver that the differential suite found
+//! (`tests/differential.rs`) and that are fixed: each test failed before
+//! its fix. The expected values are what kube-apiserver 1.36 answers.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn namespaces_carry_their_name_label() {
+    let s = server().await;
+    let a = s.addr();
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}});
+    let created = req(a, "POST", "/api/v1/namespaces", Some(&ns)).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(
+        created.json()["metadata"]["labels"],
+        json!({"kubernetes.io/metadata.name": "team"})
+    );
+    // A generated name gets it too.
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"generateName": "gen-"}});
+    let created = req(a, "POST", "/api/v1/namespaces", Some(&ns)).await.json();
+    let name = created["metadata"]["name"].as_str().unwrap();
+    assert_eq!(
+        created["metadata"]["labels"]["kubernetes.io/metadata.name"],
+        name
+    );
+    // Removing it or changing it puts it back.
+    let patch = json!({"metadata": {"labels": {"kubernetes.io/metadata.name": "other", "a": "b"}}});
+    let r = raw(
+        a,
+        "PATCH",
+        "/api/v1/namespaces/team",
+        &[("Content-Type", "application/merge-patch+json")],
+        patch.to_string().as_bytes(),
+    )
+    .await;
+    assert_eq!(
+        r.json()["metadata"]["labels"],
+        json!({"kubernetes.io/metadata.name": "team", "a": "b"})
+    );
+}
+
+#[tokio::test]
+async fn discovery_documents_as_kube_writes_them() {
+    let s = server().await;
+    let a = s.addr();
+    let api = req(a, "GET", "/api", None).await.json();
+    assert_eq!(
+        api["serverAddressByClientCIDRs"][0]["serverAddress"],
+        a.to_string(),
+        "the address with its port"
+    );
+    let core = req(a, "GET", "/api/v1", None).await.json();
+    assert_eq!(core["kind"], "APIResourceList");
+    assert!(
+        core.get("apiVersion").is_none(),
+        "kube's /api/v1 has none: {core:?}"
+    );
+    let apps = req(a, "GET", "/apis/apps/v1", None).await.json();
+    assert_eq!(apps["apiVersion"], "v1");
+    let aggregated = raw(
+        a,
+        "GET",
+        "/api",
+        &[(
+            "Accept",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        )],
+        b"",
+    )
+    .await
+    .json();
+    assert_eq!(
+        aggregated["items"][0]["metadata"],
+        json!({}),
+        "the core group has no name"
+    );
+}
+
+fn hash_of(list: &Value, resource: &str) -> Value {
+    list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == resource)
+        .unwrap_or_else(|| panic!("{resource} in {list}"))["storageVersionHash"]
+        .clone()
+}
+
+#[tokio::test]
+async fn discovery_has_storage_version_hashes() {
+    let s = server().await;
+    let a = s.addr();
+    install_widgets(a).await;
+    // The values kube-apiserver 1.36 serves.
+    let cases = [
+        ("/apis/apps/v1", "controllerrevisions", "85nkx63pcBU="),
+        ("/apis/batch/v1", "cronjobs", "sd5LIXh4Fjs="),
+        ("/apis/coordination.k8s.io/v1", "leases", "gqkMMb/YqFM="),
+        // Stored as core/v1 Events.
+        ("/apis/events.k8s.io/v1", "events", "r2yiGXH7wu8="),
+        // Stored as autoscaling/v2.
+        (
+            "/apis/autoscaling/v1",
+            "horizontalpodautoscalers",
+            "qwQve8ut294=",
+        ),
+        ("/apis/example.com/v1", "widgets", "gIwvi5rymmg="),
+    ];
+    for (path, resource, hash) in cases {
+        let list = req(a, "GET", path, None).await.json();
+        assert_eq!(hash_of(&list, resource), hash, "{path} {resource}");
+    }
+    let core = req(a, "GET", "/api/v1", None).await.json();
+    assert!(hash_of(&core, "configmaps").is_string());
+    assert!(
+        hash_of(&core, "pods/status").is_null(),
+        "subresources have none"
+    );
+}
+
+#[tokio::test]
+async fn integral_numbers_of_built_ins_stay_integers() {
+    let s = server().await;
+    let a = s.addr();
+    let r = req(
+        a,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        Some(&widget_crd()),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert!(r.body.contains(r#""maximum":10"#), "{}", r.body);
+    assert!(!r.body.contains(r#""maximum":10.0"#), "{}", r.body);
+}
+
+#[tokio::test]
+async fn marking_for_deletion_as_kube_registries_do() {
+    let s = server().await;
+    let a = s.addr();
+    install_widgets(a).await;
+    let widgets = "/apis/example.com/v1/namespaces/default/widgets";
+    let mut w = widget("w", json!({"replicas": 1}));
+    w["metadata"]["finalizers"] = json!(["example.com/keep"]);
+    let created = req(a, "POST", widgets, Some(&w)).await.json();
+    assert_eq!(created["metadata"]["generation"], 1);
+    // The generic registry: grace period 0, generation + 1.
+    let marked = req(a, "DELETE", &format!("{widgets}/w"), None).await.json();
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert_eq!(marked["metadata"]["generation"], 2);
+    let again = req(a, "DELETE", &format!("{widgets}/w"), None).await.json();
+    assert_eq!(again["metadata"]["generation"], 2, "once");
+    // Namespaces and CRDs: only the deletion timestamp.
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gone"}});
+    assert_eq!(
+        req(a, "POST", "/api/v1/namespaces", Some(&ns)).await.status,
+        201
+    );
+    let marked = req(a, "DELETE", "/api/v1/namespaces/gone", None)
+        .await
+        .json();
+    assert!(
+        marked["metadata"]["deletionTimestamp"].is_string(),
+        "{marked}"
+    );
+    assert!(
+        marked["metadata"]
+            .get("deletionGracePeriodSeconds")
+            .is_none(),
+        "{marked}"
+    );
+    let crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com";
+    let marked = req(a, "DELETE", crd, None).await.json();
+    assert!(
+        marked["metadata"]["deletionTimestamp"].is_string(),
+        "{marked}"
+    );
+    assert!(
+        marked["metadata"]
+            .get("deletionGracePeriodSeconds")
+            .is_none(),
+        "{marked}"
+    );
+}
