@@ -185,3 +185,36 @@ async fn marking_for_deletion_as_kube_registries_do() {
         "{marked}"
     );
 }
+
+#[tokio::test]
+async fn generation_only_where_kube_keeps_one() {
+    let s = server().await;
+    let a = s.addr();
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let mut cm = configmap("c", json!({"k": "v"}));
+    cm["metadata"]["generation"] = json!(7);
+    let created = req(a, "POST", cms, Some(&cm)).await.json();
+    assert!(created["metadata"].get("generation").is_none(), "{created}");
+    let mut changed = created.clone();
+    changed["data"]["k"] = json!("w");
+    let updated = req(a, "PUT", &format!("{cms}/c"), Some(&changed))
+        .await
+        .json();
+    assert!(updated["metadata"].get("generation").is_none(), "{updated}");
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}});
+    let created = req(a, "POST", "/api/v1/namespaces", Some(&ns)).await.json();
+    assert!(created["metadata"].get("generation").is_none(), "{created}");
+    // Workloads and custom resources have one.
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let created = req(
+        a,
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        Some(&deployment),
+    )
+    .await
+    .json();
+    assert_eq!(created["metadata"]["generation"], 1, "{created}");
+}
