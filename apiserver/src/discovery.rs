@@ -119,6 +119,27 @@ pub fn group(registry: &Registry, name: &str) -> Option<Value> {
     Some(g)
 }
 
+/// Custom resources' verbs, in the order kube's apiextensions server lists
+/// them.
+const CUSTOM_RESOURCE_VERBS: [&str; 8] = [
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+];
+
+fn verbs(r: &ResourceInfo) -> [&'static str; 8] {
+    if r.crd.is_some() {
+        CUSTOM_RESOURCE_VERBS
+    } else {
+        VERBS
+    }
+}
+
 /// kube's `storageVersionHash`: the first 8 bytes of the SHA-256 of the
 /// storage `group/version/kind`, base64. Clients compare it to notice a
 /// storage version change.
@@ -143,7 +164,7 @@ fn resource_json(r: &ResourceInfo) -> Vec<Value> {
         "singularName": r.singular,
         "namespaced": r.namespaced,
         "kind": r.kind,
-        "verbs": VERBS,
+        "verbs": verbs(r),
         "storageVersionHash": storage_version_hash(r),
     });
     if !r.short_names.is_empty() {
@@ -189,7 +210,9 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     } else {
         format!("{group}/{version}")
     };
-    let resources: Vec<Value> = rs.iter().flat_map(|r| resource_json(r)).collect();
+    let mut resources: Vec<Value> = rs.iter().flat_map(|r| resource_json(r)).collect();
+    // kube lists resources and subresources sorted by name.
+    resources.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let mut list = json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources });
     if group.is_empty() {
         // kube's legacy `/api/v1` list has no apiVersion.
@@ -230,7 +253,7 @@ fn resource_v2(r: &ResourceInfo) -> Value {
         "responseKind": kind_ref(&r.group, &r.version, &r.kind),
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
-        "verbs": VERBS,
+        "verbs": verbs(r),
     });
     if !r.short_names.is_empty() {
         v["shortNames"] = json!(r.short_names);

@@ -218,3 +218,36 @@ async fn generation_only_where_kube_keeps_one() {
     .json();
     assert_eq!(created["metadata"]["generation"], 1, "{created}");
 }
+
+#[tokio::test]
+async fn discovery_lists_sorted_with_kube_verb_order() {
+    let s = server().await;
+    let a = s.addr();
+    install_widgets(a).await;
+    for path in ["/api/v1", "/apis/apps/v1"] {
+        let list = req(a, "GET", path, None).await.json();
+        let names: Vec<&str> = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted, "{path}");
+    }
+    let widgets = req(a, "GET", "/apis/example.com/v1", None).await.json();
+    assert_eq!(
+        widgets["resources"][0]["verbs"],
+        json!([
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "create",
+            "update",
+            "watch"
+        ])
+    );
+}

@@ -41,8 +41,12 @@ use crate::{Backend, Cluster};
 const BUILT_IN_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// How long a replay waits for a server to settle (a CRD served, a
-/// ServiceAccount made, a watched event).
+/// ServiceAccount made).
 const SETTLE: Duration = Duration::from_secs(60);
+
+/// How long a replayed watch waits for its event: a recorded client may
+/// have waited for something the replay does not reproduce.
+const WATCH_WAIT: Duration = Duration::from_secs(20);
 
 /// Set, this environment variable has every difference of every exchange
 /// printed on stderr (the report shows only the first of each group).
@@ -513,9 +517,9 @@ impl Side {
                 }
             }
         };
-        if tokio::time::timeout(SETTLE, wait).await.is_err() {
+        if tokio::time::timeout(WATCH_WAIT, wait).await.is_err() {
             eprintln!(
-                "replay: the {} server: no {target} event on {} after {SETTLE:?}",
+                "replay: the {} server: no {target} event on {} after {WATCH_WAIT:?}",
                 self.backend.name(),
                 exchange.path
             );
