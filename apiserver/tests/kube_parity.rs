@@ -251,3 +251,38 @@ async fn discovery_lists_sorted_with_kube_verb_order() {
         ])
     );
 }
+
+#[tokio::test]
+async fn crd_cleanup_finalizer_comes_with_the_delete() {
+    let s = server().await;
+    let a = s.addr();
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let created = req(a, "POST", crds, Some(&widget_crd())).await.json();
+    assert!(created["metadata"].get("finalizers").is_none(), "{created}");
+    let widgets = "/apis/example.com/v1/namespaces/default/widgets";
+    assert_eq!(
+        req(a, "POST", widgets, Some(&widget("w", json!({}))))
+            .await
+            .status,
+        201
+    );
+    let marked = req(a, "DELETE", &format!("{crds}/widgets.example.com"), None)
+        .await
+        .json();
+    assert_eq!(
+        marked["metadata"]["finalizers"],
+        json!(["customresourcecleanup.apiextensions.k8s.io"])
+    );
+    // The custom resources go, then the CRD.
+    for _ in 0..200 {
+        if req(a, "GET", &format!("{crds}/widgets.example.com"), None)
+            .await
+            .status
+            == 404
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the CRD was not deleted");
+}

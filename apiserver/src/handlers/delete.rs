@@ -150,7 +150,11 @@ fn delete_one(
     if is_ns && !meta::is_deleting(&target) {
         target["status"] = json!({ "phase": "Terminating" });
     }
-    let own = is_ns || (info.group == crate::crd::GROUP && info.plural == crate::crd::PLURAL);
+    let is_crd = info.group == crate::crd::GROUP && info.plural == crate::crd::PLURAL;
+    if is_crd {
+        crate::crd::with_cleanup_finalizer(&mut target);
+    }
+    let own = is_ns || is_crd;
     let marking = if own {
         lifecycle::Marking::Own
     } else {

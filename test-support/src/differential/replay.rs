@@ -14,7 +14,9 @@
 //! on the real server it waits for the namespace's `default` ServiceAccount
 //! (Pods need it); and a watch of one object by name (`kubectl wait`,
 //! `kubectl delete`) is replayed as a wait for the recorded last event
-//! type. Other watches are not replayed: their streams depend on timing.
+//! type (for DELETED: until a list of that name is empty, since the object
+//! may be gone before a watch starts). Other watches are not replayed:
+//! their streams depend on timing.
 //! Watches are never compared.
 //!
 //! Protobuf is asked for by kubectl but answered only by the real server
@@ -498,7 +500,23 @@ impl Side {
         else {
             return;
         };
-        let request = self.request(exchange);
+        let mut request = self.request(exchange);
+        if target == "DELETED" {
+            // Wait until the list of the watched name is empty: the object
+            // may be gone before the watch would start.
+            let path = exchange.path.clone();
+            let selector = exchange.query_param("fieldSelector").unwrap_or_default();
+            let query = encode_query(&[("fieldSelector".into(), self.map_names_in(&selector))]);
+            let list = format!("{path}?{query}");
+            self.wait_until(&format!("{list} empty"), || async {
+                self.get(&list)
+                    .await
+                    .is_some_and(|l| l["items"].as_array().is_some_and(Vec::is_empty))
+            })
+            .await;
+            return;
+        }
+        request.accept = Some("application/json".into());
         let Ok(response) = self.upstream.send(&request).await else {
             return;
         };
