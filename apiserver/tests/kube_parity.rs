@@ -286,3 +286,29 @@ async fn crd_cleanup_finalizer_comes_with_the_delete() {
     }
     panic!("the CRD was not deleted");
 }
+
+#[tokio::test]
+async fn probes_get_kube_defaults() {
+    let s = server().await;
+    let a = s.addr();
+    let container = json!({"name": "c", "image": "nginx:1",
+        "livenessProbe": {"httpGet": {"port": 80}},
+        "readinessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": 5},
+        "lifecycle": {"preStop": {"httpGet": {"port": 80, "path": "/stop"}}}});
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [container]}});
+    let created = req(a, "POST", "/api/v1/namespaces/default/pods", Some(&pod)).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let c = &created.json()["spec"]["containers"][0];
+    assert_eq!(
+        c["livenessProbe"],
+        json!({"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}, "timeoutSeconds": 1,
+            "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3})
+    );
+    assert_eq!(c["readinessProbe"]["periodSeconds"], 5);
+    assert_eq!(c["readinessProbe"]["successThreshold"], 1);
+    assert_eq!(
+        c["lifecycle"]["preStop"]["httpGet"],
+        json!({"port": 80, "path": "/stop", "scheme": "HTTP"})
+    );
+}

@@ -38,6 +38,29 @@ fn container(c: &mut Value) {
         }
     }
     default(c, "resources", json!({}));
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = c.get_mut(probe).filter(|p| p.is_object()) {
+            // SetDefaults_Probe.
+            default(p, "timeoutSeconds", json!(1));
+            default(p, "periodSeconds", json!(10));
+            default(p, "successThreshold", json!(1));
+            default(p, "failureThreshold", json!(3));
+            http_get(p);
+        }
+    }
+    for hook in ["postStart", "preStop"] {
+        if let Some(h) = c.pointer_mut(&format!("/lifecycle/{hook}")) {
+            http_get(h);
+        }
+    }
+}
+
+/// SetDefaults_HTTPGetAction, for a probe or lifecycle handler with `httpGet`.
+fn http_get(handler: &mut Value) {
+    if let Some(get) = handler.get_mut("httpGet").filter(|g| g.is_object()) {
+        default(get, "path", json!("/"));
+        default(get, "scheme", json!("HTTP"));
+    }
 }
 
 /// `SetDefaults_PodSpec` and the container defaults.
