@@ -312,3 +312,48 @@ async fn probes_get_kube_defaults() {
         json!({"port": 80, "path": "/stop", "scheme": "HTTP"})
     );
 }
+
+#[tokio::test]
+async fn internal_errors_carry_their_cause() {
+    let s = server().await;
+    let a = s.addr();
+    // A webhook nobody listens on, failing closed.
+    let config = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "gone"},
+        "webhooks": [{
+            "name": "gone.example.com",
+            "clientConfig": {"url": "https://127.0.0.1:1/validate"},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                "resources": ["configmaps"]}],
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 2,
+        }],
+    });
+    let r = req(
+        a,
+        "POST",
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        Some(&config),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let r = req(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some(&configmap("c", json!({}))),
+    )
+    .await;
+    let status = assert_status(&r, 500, "InternalError");
+    let message = status["message"].as_str().unwrap();
+    let cause = status["details"]["causes"][0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Internal error occurred: failed calling webhook"),
+        "{status}"
+    );
+    assert_eq!(format!("Internal error occurred: {cause}"), message);
+}
