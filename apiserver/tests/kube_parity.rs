@@ -357,3 +357,45 @@ async fn internal_errors_carry_their_cause() {
     );
     assert_eq!(format!("Internal error occurred: {cause}"), message);
 }
+
+#[tokio::test]
+async fn list_items_of_built_ins_have_no_type() {
+    let s = server().await;
+    let a = s.addr();
+    install_widgets(a).await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    assert_eq!(
+        req(a, "POST", cms, Some(&configmap("c", json!({}))))
+            .await
+            .status,
+        201
+    );
+    let list = req(a, "GET", cms, None).await.json();
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert_eq!(list["apiVersion"], "v1");
+    let item = &list["items"][0];
+    assert_eq!(item["metadata"]["name"], "c");
+    assert!(
+        item.get("kind").is_none() && item.get("apiVersion").is_none(),
+        "{item}"
+    );
+    // Typed clients read such lists.
+    let typed: Vec<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::default_namespaced(s.client())
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items;
+    assert_eq!(typed.len(), 1);
+    // Custom resources keep theirs.
+    let widgets = "/apis/example.com/v1/namespaces/default/widgets";
+    assert_eq!(
+        req(a, "POST", widgets, Some(&widget("w", json!({}))))
+            .await
+            .status,
+        201
+    );
+    let list = req(a, "GET", widgets, None).await.json();
+    assert_eq!(list["items"][0]["kind"], "Widget");
+    assert_eq!(list["items"][0]["apiVersion"], "example.com/v1");
+}
