@@ -378,11 +378,24 @@ impl Side {
                 }
             }
             (Value::Array(r), Value::Array(a)) => {
+                // Objects pair by namespace and name; those with generated
+                // names, in order, with the unpaired ones of the same prefix.
                 let by_name: HashMap<(String, String), &Value> =
                     a.iter().filter_map(|v| Some((object_key(v)?, v))).collect();
+                let mut generated: Vec<&Value> = a
+                    .iter()
+                    .filter(|v| generate_name(v).is_some())
+                    .filter(|v| !r.iter().any(|rv| object_key(rv) == object_key(v)))
+                    .collect();
                 for (i, rv) in r.iter().enumerate() {
                     let paired = match object_key(rv) {
-                        Some(k) => by_name.get(&k).copied(),
+                        Some(k) if by_name.contains_key(&k) => by_name.get(&k).copied(),
+                        Some(_) => generate_name(rv).and_then(|prefix| {
+                            let at = generated
+                                .iter()
+                                .position(|v| generate_name(v) == Some(prefix))?;
+                            Some(generated.remove(at))
+                        }),
                         None => a.get(i),
                     };
                     if let Some(av) = paired {
@@ -545,6 +558,16 @@ impl Side {
     }
 }
 
+/// The `generateName` of a list item or a Table row.
+fn generate_name(value: &Value) -> Option<&str> {
+    value
+        .get("metadata")
+        .or_else(|| value.pointer("/object/metadata"))?
+        .get("generateName")?
+        .as_str()
+        .filter(|g| !g.is_empty())
+}
+
 /// `(namespace, name)` of a list item or a Table row.
 fn object_key(value: &Value) -> Option<(String, String)> {
     let metadata = value
@@ -554,4 +577,81 @@ fn object_key(value: &Value) -> Option<(String, String)> {
         metadata["namespace"].as_str().unwrap_or("").to_string(),
         metadata["name"].as_str()?.to_string(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn side() -> Side {
+        Side {
+            backend: Backend::Real,
+            upstream: Upstream::http("http://127.0.0.1:1", None),
+            uids: HashMap::new(),
+            rvs: HashMap::new(),
+            continues: HashMap::new(),
+            names: HashMap::new(),
+            generated: GeneratedNames::new(),
+        }
+    }
+
+    fn exchange(value: Value) -> Exchange {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn learnt_values_are_mapped_into_later_requests() {
+        let mut side = side();
+        let recorded = json!({"items": [
+            {"metadata": {"name": "b", "uid": "u-b", "resourceVersion": "7"}},
+            {"metadata": {"name": "gen-aaaaa", "generateName": "gen-", "uid": "u-g", "resourceVersion": "8"}},
+        ], "metadata": {"resourceVersion": "9", "continue": "c1"}});
+        // The other server lists one more object, first: items pair by name.
+        let actual = json!({"items": [
+            {"metadata": {"name": "a", "uid": "x-a", "resourceVersion": "100"}},
+            {"metadata": {"name": "b", "uid": "x-b", "resourceVersion": "101"}},
+            {"metadata": {"name": "gen-zzzzz", "generateName": "gen-", "uid": "x-g", "resourceVersion": "102"}},
+        ], "metadata": {"resourceVersion": "103", "continue": "c2"}});
+        side.learn(&recorded, &actual, None);
+        let later = exchange(json!({
+            "seq": 1, "method": "PUT", "path": "/api/v1/namespaces/d/configmaps/gen-aaaaa",
+            "query": "resourceVersion=9&continue=c1&fieldSelector=metadata.name%3Dgen-aaaaa",
+            "accept": "application/vnd.kubernetes.protobuf,application/json",
+            "body": {"json": {"metadata": {"name": "gen-aaaaa", "uid": "u-g", "resourceVersion": "8",
+                "ownerReferences": [{"uid": "u-b", "name": "b"}]}}},
+            "status": 200,
+        }));
+        let request = side.request(&later);
+        assert_eq!(
+            request.path_and_query,
+            "/api/v1/namespaces/d/configmaps/gen-zzzzz?resourceVersion=103&continue=c2&fieldSelector=metadata.name%3Dgen-zzzzz"
+        );
+        assert_eq!(request.accept.as_deref(), Some("application/json"));
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        assert_eq!(
+            body,
+            json!({"metadata": {"name": "gen-zzzzz", "uid": "x-g", "resourceVersion": "102",
+                "ownerReferences": [{"uid": "x-b", "name": "b"}]}})
+        );
+        assert_eq!(
+            side.generated.get("gen-zzzzz").map(String::as_str),
+            Some("gen-")
+        );
+    }
+
+    #[test]
+    fn namespaces_to_create_first() {
+        let exchanges: Vec<Exchange> = [
+            json!({"seq": 0, "method": "GET", "path": "/api/v1/namespaces/pre/configmaps", "status": 200}),
+            json!({"seq": 1, "method": "POST", "path": "/api/v1/namespaces", "status": 201,
+                "body": {"json": {"metadata": {"name": "made"}}}}),
+            json!({"seq": 2, "method": "POST", "path": "/api/v1/namespaces/made/configmaps", "status": 201}),
+            json!({"seq": 3, "method": "GET", "path": "/api/v1/namespaces/default/pods", "status": 200}),
+            json!({"seq": 4, "method": "GET", "path": "/api/v1/namespaces/looked-at", "status": 404}),
+        ]
+        .into_iter()
+        .map(exchange)
+        .collect();
+        assert_eq!(namespaces_used_not_created(&exchanges), ["pre"]);
+    }
 }
