@@ -396,6 +396,10 @@ async fn list_items_of_built_ins_have_no_type() {
         201
     );
     let list = req(a, "GET", widgets, None).await.json();
+    assert_eq!(
+        list["metadata"]["continue"], "",
+        "kube's unstructured lists have one"
+    );
     assert_eq!(list["items"][0]["kind"], "Widget");
     assert_eq!(list["items"][0]["apiVersion"], "example.com/v1");
 }

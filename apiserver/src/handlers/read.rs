@@ -144,6 +144,9 @@ pub async fn list(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     if let Some(Some(last)) = next {
         meta["continue"] = json!(encode_continue(&Continue { rv, start: last }));
         meta["remainingItemCount"] = json!(remaining);
+    } else if info.crd.is_some() {
+        // kube's unstructured lists of custom resources always have one.
+        meta["continue"] = json!("");
     }
     let objects: Vec<Value> = items.into_iter().map(|(_, o)| o).collect();
     if r.wants_table() {

@@ -1,7 +1,8 @@
 //! What must differ between two servers, replaced by placeholders before
 //! bodies are compared: uids, resourceVersions, continue tokens,
 //! timestamps and ages, allocated cluster IPs, generated names, the port
-//! in `serverAddressByClientCIDRs` and selfLinks. `managedFields` entries
+//! in `serverAddressByClientCIDRs`, uids inside `managedFields` keys and
+//! selfLinks. `managedFields` entries
 //! are sorted by manager, operation and subresource: kube orders them by
 //! time, and times differ. Everything else is compared as is.
 
@@ -41,6 +42,13 @@ fn walk(value: &mut Value, key: Option<&str>, generated: &GeneratedNames) {
             {
                 let placeholder = format!("{prefix}<suffix>");
                 map.insert("name".into(), Value::String(placeholder));
+            }
+            // managedFields keys name list items by uid (`k:{"uid":"..."}`).
+            if map.keys().any(|k| replace_uuids(k).is_some()) {
+                let entries = std::mem::take(map);
+                for (k, v) in entries {
+                    map.insert(replace_uuids(&k).unwrap_or(k), v);
+                }
             }
             for (k, v) in map.iter_mut() {
                 walk(v, Some(k), generated);
@@ -179,6 +187,7 @@ mod tests {
                 "managedFields": [{"time": "2026-12-01T20:11:15.123456Z"}]},
             "spec": {"clusterIP": "10.96.0.7", "ref": "w-abcde"},
             "message": "UID in precondition: 0f8fad5b-d9cb-469f-a165-70867728950e, no",
+            "f:ownerReferences": {"k:{\"uid\":\"0f8fad5b-d9cb-469f-a165-70867728950e\"}": {}},
         });
         let generated = GeneratedNames::from([("w-abcde".into(), "w-".into())]);
         normalize(&mut v, &generated);
@@ -190,6 +199,7 @@ mod tests {
                     "managedFields": [{"time": "<time>"}]},
                 "spec": {"clusterIP": "<ip>", "ref": "w-<suffix>"},
                 "message": "UID in precondition: <uid>, no",
+                "f:ownerReferences": {"k:{\"uid\":\"<uid>\"}": {}},
             })
         );
     }
