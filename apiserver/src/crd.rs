@@ -17,6 +17,24 @@ pub const PLURAL: &str = "customresourcedefinitions";
 /// Finalizer that deletes a CRD's objects before the CRD goes away.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
+/// A CRD about to be deleted gets the cleanup finalizer (kube's CRD registry
+/// adds it on the first delete, not on create), so that its custom
+/// resources go first.
+pub fn with_cleanup_finalizer(crd: &mut Value) {
+    if crate::objects::meta::is_deleting(crd) {
+        return;
+    }
+    let m = crate::objects::meta::meta_mut(crd);
+    let fins = m.entry("finalizers").or_insert_with(|| json!([]));
+    if !fins.is_array() {
+        *fins = json!([]);
+    }
+    let list = fins.as_array_mut().expect("array");
+    if !list.iter().any(|f| f == CLEANUP_FINALIZER) {
+        list.push(json!(CLEANUP_FINALIZER));
+    }
+}
+
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
     v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
 }
@@ -182,16 +200,7 @@ pub fn admit(crd: &mut Value, old: Option<&Value>) -> ApiResult<()> {
     if crd.pointer("/spec/conversion").is_none() {
         crd["spec"]["conversion"] = json!({ "strategy": "None" });
     }
-    let m = crate::objects::meta::meta_mut(crd);
-    let mut fins: Vec<Value> = m
-        .get("finalizers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if old.is_none() && !fins.iter().any(|f| f == CLEANUP_FINALIZER) {
-        fins.push(json!(CLEANUP_FINALIZER));
-        m.insert("finalizers".into(), Value::Array(fins));
-    }
+    // The cleanup finalizer is added on delete (`with_cleanup_finalizer`), as kube does.
     // Status.
     let storage = versions
         .iter()

@@ -37,12 +37,12 @@ pub fn root_paths() -> Value {
     json!({ "paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3", "/readyz", "/version"] })
 }
 
-/// `/api`.
-pub fn core_versions() -> Value {
+/// `/api`; kube gives its address with the port.
+pub fn core_versions(addr: std::net::SocketAddr) -> Value {
     json!({
         "kind": "APIVersions",
         "versions": ["v1"],
-        "serverAddressByClientCIDRs": [{ "clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1" }]
+        "serverAddressByClientCIDRs": [{ "clientCIDR": "0.0.0.0/0", "serverAddress": addr.to_string() }]
     })
 }
 
@@ -119,13 +119,53 @@ pub fn group(registry: &Registry, name: &str) -> Option<Value> {
     Some(g)
 }
 
+/// Custom resources' verbs, in the order kube's apiextensions server lists
+/// them.
+const CUSTOM_RESOURCE_VERBS: [&str; 8] = [
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+];
+
+fn verbs(r: &ResourceInfo) -> [&'static str; 8] {
+    if r.crd.is_some() {
+        CUSTOM_RESOURCE_VERBS
+    } else {
+        VERBS
+    }
+}
+
+/// kube's `storageVersionHash`: the first 8 bytes of the SHA-256 of the
+/// storage `group/version/kind`, base64. Clients compare it to notice a
+/// storage version change.
+pub fn storage_version_hash(r: &ResourceInfo) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    // kube stores HorizontalPodAutoscalers as autoscaling/v2, a version not
+    // served here; the hash names the storage version.
+    let version = if r.group == "autoscaling" && r.kind == "HorizontalPodAutoscaler" {
+        "v2"
+    } else {
+        &r.storage_version
+    };
+    let gvk = format!("{}/{version}/{}", r.storage_group, r.kind);
+    let digest = sha2::Sha256::digest(gvk.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+}
+
 fn resource_json(r: &ResourceInfo) -> Vec<Value> {
     let mut main = json!({
         "name": r.plural,
         "singularName": r.singular,
         "namespaced": r.namespaced,
         "kind": r.kind,
-        "verbs": VERBS,
+        "verbs": verbs(r),
+        "storageVersionHash": storage_version_hash(r),
     });
     if !r.short_names.is_empty() {
         main["shortNames"] = json!(r.short_names);
@@ -170,10 +210,15 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     } else {
         format!("{group}/{version}")
     };
-    let resources: Vec<Value> = rs.iter().flat_map(|r| resource_json(r)).collect();
-    Some(
-        json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources }),
-    )
+    let mut resources: Vec<Value> = rs.iter().flat_map(|r| resource_json(r)).collect();
+    // kube lists resources and subresources sorted by name.
+    resources.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    let mut list = json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources });
+    if group.is_empty() {
+        // kube's legacy `/api/v1` list has no apiVersion.
+        list.as_object_mut().expect("object").remove("apiVersion");
+    }
+    Some(list)
 }
 
 fn kind_ref(group: &str, version: &str, kind: &str) -> Value {
@@ -208,7 +253,7 @@ fn resource_v2(r: &ResourceInfo) -> Value {
         "responseKind": kind_ref(&r.group, &r.version, &r.kind),
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
-        "verbs": VERBS,
+        "verbs": verbs(r),
     });
     if !r.short_names.is_empty() {
         v["shortNames"] = json!(r.short_names);
@@ -245,7 +290,13 @@ pub fn aggregated(registry: &Registry, core: bool, api_version: &str) -> Value {
                     json!({ "version": v, "resources": resources, "freshness": "Current" })
                 })
                 .collect();
-            json!({ "metadata": { "name": g }, "versions": vs })
+            // The core group has no name: kube leaves it out.
+            let metadata = if g.is_empty() {
+                json!({})
+            } else {
+                json!({ "name": g })
+            };
+            json!({ "metadata": metadata, "versions": vs })
         })
         .collect();
     json!({

@@ -70,7 +70,18 @@ impl Plan {
         if meta::is_deleting(obj) || self.touched.contains(key) {
             return;
         }
-        match lifecycle::delete(key, obj, Propagation::Background, false) {
+        // A CRD goes as through the API: its custom resources first.
+        let mut obj = obj.clone();
+        if key.starts_with(&format!("{}/{}/", crate::crd::GROUP, crate::crd::PLURAL)) {
+            crate::crd::with_cleanup_finalizer(&mut obj);
+        }
+        match lifecycle::delete(
+            key,
+            &obj,
+            Propagation::Background,
+            false,
+            lifecycle::Marking::Generic,
+        ) {
             Deletion::Removed(w) | Deletion::Pending(_, Some(w)) => self.push(key, w),
             Deletion::Pending(_, None) => {}
         }

@@ -16,6 +16,8 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
     if is(info, "", "namespaces") {
         obj["spec"] = json!({ "finalizers": ["kubernetes"] });
         obj["status"] = json!({ "phase": "Active" });
+        // For a name generated after the defaults ran (kube's Canonicalize).
+        crate::objects::defaults::namespace_name_label(obj);
     } else if is(info, crate::crd::GROUP, crate::crd::PLURAL) {
         crate::crd::admit(obj, None)?;
     } else if is(info, "", "services") {

@@ -139,9 +139,16 @@ impl ApiServer {
             source,
         })?;
         let (stop, stop_rx) = watch::channel(false);
+        let app = Arc::into_inner(app).expect("sole owner");
         let app = Arc::new(App {
             stop: stop_rx.clone(),
-            ..Arc::into_inner(app).expect("sole owner")
+            // The bound address (port 0 becomes the port picked), for
+            // discovery's serverAddressByClientCIDRs.
+            config: Config {
+                listen: addr,
+                ..app.config
+            },
+            ..app
         });
         let router = crate::http::router(app.clone());
         let tls = match (&config.data_dir, config.tls) {

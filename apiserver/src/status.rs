@@ -307,6 +307,13 @@ impl ApiError {
             }
             s["details"] = Value::Object(dj);
         }
+        if let ApiError::Internal(message) = self {
+            // kube's NewInternalError: the error is also the one cause.
+            let cause = message
+                .strip_prefix("Internal error occurred: ")
+                .unwrap_or(message);
+            s["details"] = json!({ "causes": [{ "message": cause }] });
+        }
         s
     }
 }

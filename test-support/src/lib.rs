@@ -6,7 +6,13 @@
 //! test marked [`backends`] becomes two tests, `NAME::embedded`
 //! and `NAME::real`; the one whose backend is not chosen passes at once and
 //! says so on stderr.
+//!
+//! `GANTRY_TEST_RECORD=DIR` puts a recording proxy in front of every
+//! embedded server a test starts: the test's kubeconfig and client then
+//! point at the proxy, and the exchanges go to `DIR/TEST.jsonl`, for the
+//! [`differential`] suite to replay.
 
+pub mod differential;
 mod real;
 
 use std::path::{Path, PathBuf};
@@ -64,6 +70,7 @@ pub struct Cluster {
     client: kube::Client,
     kubeconfig: PathBuf,
     server: Server,
+    recording: Option<(PathBuf, differential::proxy::RecordingProxy)>,
     _dir: tempfile::TempDir,
 }
 
@@ -80,6 +87,17 @@ impl Cluster {
 
     /// Like [`Cluster::start`]; `config` is used by the embedded backend.
     pub async fn start_with(backend: Backend, config: Config) -> Cluster {
+        Cluster::launch(backend, config, recording_from_env(backend)).await
+    }
+
+    /// Like [`Cluster::start`], recording every exchange of its kubeconfig
+    /// and client into the JSON Lines file `record` when given; unlike it,
+    /// `GANTRY_TEST_RECORD` is not read.
+    pub async fn start_recorded(backend: Backend, record: Option<PathBuf>) -> Cluster {
+        Cluster::launch(backend, Config::default(), record).await
+    }
+
+    async fn launch(backend: Backend, config: Config, record: Option<PathBuf>) -> Cluster {
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig = dir.path().join("kubeconfig");
         let server = match backend {
@@ -98,17 +116,35 @@ impl Cluster {
                 Server::Real(real)
             }
         };
-        let client = client_for(&kubeconfig).await.expect("client");
-        if let Server::Real(real) = &server {
-            real.wait_for_default_service_account(&client).await;
-        }
-        Cluster {
+        let mut cluster = Cluster {
             backend,
-            client,
+            client: client_for(&kubeconfig).await.expect("client"),
             kubeconfig,
             server,
+            recording: None,
             _dir: dir,
+        };
+        if let Some(file) = record {
+            let recording = differential::exchange::Recording::create(&file).expect("recording");
+            let upstream = differential::upstream::Upstream::of(&cluster);
+            let proxy = differential::proxy::RecordingProxy::start(upstream, recording)
+                .await
+                .expect("recording proxy starts");
+            let kubeconfig = cluster._dir.path().join("kubeconfig-recorded");
+            write_plain_kubeconfig(&kubeconfig, &proxy.url()).expect("kubeconfig");
+            cluster.client = client_for(&kubeconfig).await.expect("client");
+            cluster.kubeconfig = kubeconfig;
+            cluster.recording = Some((file, proxy));
         }
+        if let Server::Real(real) = &cluster.server {
+            real.wait_for_default_service_account(&cluster.client).await;
+        }
+        cluster
+    }
+
+    /// The file the exchanges are recorded into, when they are.
+    pub fn recording(&self) -> Option<&Path> {
+        self.recording.as_ref().map(|(file, _)| file.as_path())
     }
 
     /// The backend it runs.
@@ -162,6 +198,63 @@ impl Cluster {
             }
         }
     }
+}
+
+/// Where `GANTRY_TEST_RECORD=DIR` says this test's exchanges go:
+/// `DIR/TEST.jsonl` (`TEST` the name of the test's thread, `::` as `.`,
+/// with `-2`, `-3`... for further clusters of the same test). Only
+/// embedded servers are recorded: the recordings are replayed on both.
+fn recording_from_env(backend: Backend) -> Option<PathBuf> {
+    let dir = std::env::var_os("GANTRY_TEST_RECORD").filter(|d| !d.is_empty())?;
+    if backend != Backend::Embedded {
+        return None;
+    }
+    let dir = PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).expect("GANTRY_TEST_RECORD directory");
+    let thread = std::thread::current();
+    let test: String = thread
+        .name()
+        .filter(|n| *n != "main")
+        .map_or_else(
+            || format!("process-{}", std::process::id()),
+            |n| n.replace("::", "."),
+        )
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    (1..)
+        .map(|n| match n {
+            1 => dir.join(format!("{test}.jsonl")),
+            n => dir.join(format!("{test}-{n}.jsonl")),
+        })
+        .find(|p| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(p)
+                .is_ok()
+        })
+}
+
+/// A kubeconfig for a plain-HTTP server without credentials (the
+/// recording proxy adds them). JSON is YAML.
+fn write_plain_kubeconfig(path: &Path, url: &str) -> std::io::Result<()> {
+    let doc = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "recorded", "cluster": {"server": url}}],
+        "users": [{"name": "recorded", "user": {}}],
+        "contexts": [{"name": "recorded",
+            "context": {"cluster": "recorded", "user": "recorded", "namespace": "default"}}],
+        "current-context": "recorded",
+    });
+    std::fs::write(path, doc.to_string())
 }
 
 /// A client from the kubeconfig file at `path`.

@@ -150,7 +150,17 @@ fn delete_one(
     if is_ns && !meta::is_deleting(&target) {
         target["status"] = json!({ "phase": "Terminating" });
     }
-    let (out, writes) = match lifecycle::delete(key, &target, policy, is_ns) {
+    let is_crd = info.group == crate::crd::GROUP && info.plural == crate::crd::PLURAL;
+    if is_crd {
+        crate::crd::with_cleanup_finalizer(&mut target);
+    }
+    let own = is_ns || is_crd;
+    let marking = if own {
+        lifecycle::Marking::Own
+    } else {
+        lifecycle::Marking::Generic
+    };
+    let (out, writes) = match lifecycle::delete(key, &target, policy, is_ns, marking) {
         Deletion::Removed(w) => (Deleted::Gone((**obj).clone()), vec![w]),
         Deletion::Pending(o, w) => (Deleted::Pending(o), w.into_iter().collect()),
     };

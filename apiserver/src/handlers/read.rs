@@ -144,6 +144,9 @@ pub async fn list(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     if let Some(Some(last)) = next {
         meta["continue"] = json!(encode_continue(&Continue { rv, start: last }));
         meta["remainingItemCount"] = json!(remaining);
+    } else if info.crd.is_some() {
+        // kube's unstructured lists of custom resources always have one.
+        meta["continue"] = json!("");
     }
     let objects: Vec<Value> = items.into_iter().map(|(_, o)| o).collect();
     if r.wants_table() {
@@ -164,6 +167,17 @@ pub async fn list(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
             "items": objects.iter().map(partial_object_metadata).collect::<Vec<_>>(),
         })
     } else {
+        let mut objects = objects;
+        if info.crd.is_none() {
+            // kube decodes built-ins from storage into typed lists, whose items
+            // carry no apiVersion/kind; custom resources keep theirs.
+            for o in &mut objects {
+                if let Some(m) = o.as_object_mut() {
+                    m.remove("apiVersion");
+                    m.remove("kind");
+                }
+            }
+        }
         json!({
             "kind": format!("{}List", info.kind),
             "apiVersion": info.api_version(),

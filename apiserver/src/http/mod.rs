@@ -68,7 +68,7 @@ async fn route(app: Arc<App>, req: Request<Body>) -> Response {
                 &format!("application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"),
             )
         }
-        ["api"] if get => json_response(200, &discovery::core_versions(), &[]),
+        ["api"] if get => json_response(200, &discovery::core_versions(app.config.listen), &[]),
         ["apis"] if get => json_response(200, &discovery::group_list(&app.registry), &[]),
         ["apis", group] if get => match discovery::group(&app.registry, group) {
             Some(g) => json_response(200, &g, &[]),

@@ -38,6 +38,29 @@ fn container(c: &mut Value) {
         }
     }
     default(c, "resources", json!({}));
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = c.get_mut(probe).filter(|p| p.is_object()) {
+            // SetDefaults_Probe.
+            default(p, "timeoutSeconds", json!(1));
+            default(p, "periodSeconds", json!(10));
+            default(p, "successThreshold", json!(1));
+            default(p, "failureThreshold", json!(3));
+            http_get(p);
+        }
+    }
+    for hook in ["postStart", "preStop"] {
+        if let Some(h) = c.pointer_mut(&format!("/lifecycle/{hook}")) {
+            http_get(h);
+        }
+    }
+}
+
+/// SetDefaults_HTTPGetAction, for a probe or lifecycle handler with `httpGet`.
+fn http_get(handler: &mut Value) {
+    if let Some(get) = handler.get_mut("httpGet").filter(|g| g.is_object()) {
+        default(get, "path", json!("/"));
+        default(get, "scheme", json!("HTTP"));
+    }
 }
 
 /// `SetDefaults_PodSpec` and the container defaults.
@@ -73,11 +96,31 @@ fn job_spec(spec: &mut Value) {
     template(spec);
 }
 
+/// kube's `kubernetes.io/metadata.name` label: always the namespace's name
+/// (set again on every write; a generated name gets it on create).
+pub fn namespace_name_label(obj: &mut Value) {
+    let Some(name) = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+    else {
+        return;
+    };
+    let metadata = child(obj, "metadata");
+    let labels = child(metadata, "labels");
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    labels["kubernetes.io/metadata.name"] = json!(name);
+}
+
 /// Applies the defaults of `info`'s kind to `obj` (built-ins only).
 pub fn apply(info: &ResourceInfo, obj: &mut Value) {
     match (info.group.as_str(), info.plural.as_str()) {
         ("", "pods") => pod_spec(child(obj, "spec")),
         ("", "secrets") => default(obj, "type", json!("Opaque")),
+        ("", "namespaces") => namespace_name_label(obj),
         (crate::admission::GROUP, crate::admission::MUTATING | crate::admission::VALIDATING) => {
             crate::admission::config::default(info, obj)
         }

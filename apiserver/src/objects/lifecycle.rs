@@ -33,6 +33,17 @@ impl Propagation {
     }
 }
 
+/// How the registry of a kind marks an object it cannot remove yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marking {
+    /// kube's generic registry (`markAsDeleting`): deletionTimestamp,
+    /// deletionGracePeriodSeconds 0, and generation + 1 when it has one.
+    Generic,
+    /// Namespaces and CRDs, whose registries delete their own way: only
+    /// deletionTimestamp.
+    Own,
+}
+
 /// What deleting an object does.
 pub enum Deletion {
     /// The object is gone (the write removes it).
@@ -41,9 +52,15 @@ pub enum Deletion {
     Pending(Value, Option<Write>),
 }
 
-/// Deletes `obj` at `key`: marks it (finalizers present or added by `policy`, or
-/// `keep_alive` for namespaces) or removes it.
-pub fn delete(key: &str, obj: &Value, policy: Propagation, keep_alive: bool) -> Deletion {
+/// Deletes `obj` at `key`: marks it as `marking` says (finalizers present or
+/// added by `policy`, or `keep_alive` for namespaces) or removes it.
+pub fn delete(
+    key: &str,
+    obj: &Value,
+    policy: Propagation,
+    keep_alive: bool,
+    marking: Marking,
+) -> Deletion {
     let mut fins = meta::finalizers(obj);
     let extra = match policy {
         Propagation::Foreground => Some(FOREGROUND),
@@ -64,7 +81,14 @@ pub fn delete(key: &str, obj: &Value, policy: Propagation, keep_alive: bool) -> 
     let m = meta::meta_mut(&mut new);
     if !meta::is_deleting(obj) {
         m.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
-        m.insert("deletionGracePeriodSeconds".into(), json!(0));
+        if marking == Marking::Generic {
+            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            if let Some(generation) = m.get("generation").and_then(Value::as_i64)
+                && generation > 0
+            {
+                m.insert("generation".into(), json!(generation + 1));
+            }
+        }
         changed = true;
     }
     if !fins.is_empty() {

@@ -159,7 +159,11 @@ pub fn prepare_create(
     }
     m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
     m.insert("creationTimestamp".into(), json!(now_rfc3339()));
-    m.insert("generation".into(), json!(1));
+    if tracks_generation(info) {
+        m.insert("generation".into(), json!(1));
+    } else {
+        m.remove("generation");
+    }
     for f in [
         "resourceVersion",
         "deletionTimestamp",
@@ -210,12 +214,45 @@ fn spec_part(obj: &Value) -> Value {
     Value::Object(o)
 }
 
-/// Bumps `metadata.generation` when anything outside metadata/status changed.
+/// Kinds whose kube registry does not maintain `metadata.generation`: they
+/// have none. (Seen by the differential suite for ConfigMaps, Secrets,
+/// Namespaces, Services, Roles, RoleBindings and ResourceQuotas; from
+/// kube's registry strategies for the others.) Every other kind, custom
+/// resources included, starts at 1.
+const WITHOUT_GENERATION: &[(&str, &str)] = &[
+    ("", "configmaps"),
+    ("", "secrets"),
+    ("", "namespaces"),
+    ("", "services"),
+    ("", "serviceaccounts"),
+    ("", "endpoints"),
+    ("", "events"),
+    ("", "limitranges"),
+    ("", "resourcequotas"),
+    ("", "podtemplates"),
+    ("", "nodes"),
+    ("", "persistentvolumes"),
+    ("", "persistentvolumeclaims"),
+    ("events.k8s.io", "events"),
+    ("rbac.authorization.k8s.io", "roles"),
+    ("rbac.authorization.k8s.io", "rolebindings"),
+    ("rbac.authorization.k8s.io", "clusterroles"),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"),
+    ("coordination.k8s.io", "leases"),
+];
+
+/// Whether objects of `info`'s kind have a `metadata.generation`.
+pub fn tracks_generation(info: &ResourceInfo) -> bool {
+    !WITHOUT_GENERATION.contains(&(info.group.as_str(), info.plural.as_str()))
+}
+
+/// Bumps `metadata.generation` when anything outside metadata/status changed
+/// (objects without one keep none).
 pub fn bump_generation(old: &Value, new: &mut Value) {
-    let old_gen = old
-        .pointer("/metadata/generation")
-        .and_then(Value::as_i64)
-        .unwrap_or(1);
+    let Some(old_gen) = old.pointer("/metadata/generation").and_then(Value::as_i64) else {
+        meta_mut(new).remove("generation");
+        return;
+    };
     let changed = spec_part(old) != spec_part(new);
     meta_mut(new).insert(
         "generation".into(),

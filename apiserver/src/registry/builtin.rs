@@ -11,7 +11,31 @@ use super::{ResourceInfo, ScalePaths};
 /// Decodes JSON into the typed `T` and encodes it back (drops unknown fields, checks types).
 fn roundtrip<T: DeserializeOwned + Serialize>(v: &Value) -> Result<Value, String> {
     let typed: T = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
-    serde_json::to_value(typed).map_err(|e| e.to_string())
+    let mut out = serde_json::to_value(typed).map_err(|e| e.to_string())?;
+    integral_floats_as_integers(&mut out);
+    Ok(out)
+}
+
+/// Go writes a float64 without a fraction as an integer (`10`, not `10.0`,
+/// e.g. a CRD schema's `maximum`); serde writes `10.0`. Clients comparing
+/// what they sent with what they got back see the difference.
+fn integral_floats_as_integers(v: &mut Value) {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9_007_199_254_740_992.0
+            {
+                // Exact: |f| < 2^53 and integral.
+                #[allow(clippy::cast_possible_truncation)]
+                let i = f as i64;
+                *v = Value::from(i);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_as_integers),
+        Value::Object(map) => map.values_mut().for_each(integral_floats_as_integers),
+        _ => {}
+    }
 }
 
 /// Whether `T` has a `status` field: kube serves a status subresource exactly for those.

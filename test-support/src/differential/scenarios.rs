@@ -1,0 +1,404 @@
+//! kubectl scenarios for the differential suite: each kubectl found runs
+//! the same commands (those its version has) against an embedded server
+//! behind the recording proxy, one recording per kubectl.
+//!
+//! The commands cover what kubectl users do most: create, get (JSON,
+//! tables, `-o wide`, field and label selectors), apply --server-side,
+//! patches of each type, label, annotate, replace, scale, dry-run, RBAC and
+//! quota generators, auth can-i, explain, events, describe, a CRD with
+//! printer columns, status and scale subresources and a finalizer,
+//! generated names, and deletes. Their output is not checked here (the
+//! kubectl suite of the API server does that); only what the servers
+//! answer is compared, on replay.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use crate::{Backend, Cluster};
+
+const NS: &str = "diff";
+
+/// Input of a command.
+enum Input {
+    None,
+    Text(&'static str),
+    /// Made from the previous command's stdout.
+    FromPrevious(fn(&str) -> String),
+}
+
+/// One kubectl command.
+struct Step {
+    args: &'static [&'static str],
+    input: Input,
+    /// The first kubectl minor version that has what it uses.
+    since: u32,
+}
+
+const fn step(args: &'static [&'static str]) -> Step {
+    Step {
+        args,
+        input: Input::None,
+        since: 0,
+    }
+}
+
+const fn with_input(args: &'static [&'static str], text: &'static str) -> Step {
+    Step {
+        args,
+        input: Input::Text(text),
+        since: 0,
+    }
+}
+
+const fn since(minor: u32, args: &'static [&'static str]) -> Step {
+    Step {
+        args,
+        input: Input::None,
+        since: minor,
+    }
+}
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d1, namespace: diff, labels: {app: d1}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: d1}}
+  template:
+    metadata: {labels: {app: d1}}
+    spec:
+      containers: [{name: web, image: nginx:1.25, ports: [{containerPort: 80}]}]
+";
+
+const DEPLOYMENT_V2: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d1, namespace: diff, labels: {app: d1, tier: web}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: d1}}
+  template:
+    metadata: {labels: {app: d1}}
+    spec:
+      containers: [{name: web, image: nginx:1.26, ports: [{containerPort: 80}]}]
+";
+
+const GENERATED: &str = "apiVersion: v1
+kind: ConfigMap
+metadata: {generateName: gen-, namespace: diff, labels: {made: generated}}
+data: {k: v}
+";
+
+const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    additionalPrinterColumns:
+    - {name: Size, type: string, jsonPath: .spec.size}
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: string, default: small}
+              replicas: {type: integer, maximum: 10}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+              ready: {type: boolean}
+";
+
+const WIDGET: &str = "apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1, namespace: diff, finalizers: [example.com/keep]}
+spec: {replicas: 1}
+";
+
+const BAD_WIDGET: &str = "apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w2, namespace: diff}
+spec: {replicas: 11}
+";
+
+/// A ConfigMap as `kubectl get -o json` printed it, changed, for replace.
+fn changed_config_map(json: &str) -> String {
+    let mut cm: Value = serde_json::from_str(json).unwrap_or_default();
+    cm["data"]["replaced"] = "yes".into();
+    cm.to_string()
+}
+
+fn steps() -> Vec<Step> {
+    vec![
+        step(&["version", "-o", "json"]),
+        step(&["create", "namespace", NS]),
+        step(&["get", "namespace", NS, "-o", "json"]),
+        step(&["create", "configmap", "cm1", "-n", NS, "--from-literal=a=1"]),
+        step(&["get", "configmap", "cm1", "-n", NS, "-o", "json"]),
+        step(&["get", "configmaps", "-n", NS]),
+        step(&["get", "configmaps", "-n", NS, "-o", "wide"]),
+        step(&[
+            "get",
+            "configmaps",
+            "-n",
+            NS,
+            "--field-selector",
+            "metadata.name=cm1",
+        ]),
+        step(&["label", "configmap", "cm1", "-n", NS, "env=test"]),
+        step(&["annotate", "configmap", "cm1", "-n", NS, "note=hello"]),
+        step(&[
+            "get",
+            "configmaps",
+            "-n",
+            NS,
+            "-l",
+            "env=test",
+            "-o",
+            "json",
+        ]),
+        step(&[
+            "patch",
+            "configmap",
+            "cm1",
+            "-n",
+            NS,
+            "--type=merge",
+            "-p",
+            r#"{"data":{"b":"2"}}"#,
+        ]),
+        step(&[
+            "patch",
+            "configmap",
+            "cm1",
+            "-n",
+            NS,
+            "--type=json",
+            "-p",
+            r#"[{"op":"add","path":"/data/c","value":"3"}]"#,
+        ]),
+        step(&["get", "configmap", "cm1", "-n", NS, "-o", "json"]),
+        Step {
+            args: &["replace", "-f", "-"],
+            input: Input::FromPrevious(changed_config_map),
+            since: 0,
+        },
+        step(&[
+            "create",
+            "configmap",
+            "dry",
+            "-n",
+            NS,
+            "--from-literal=x=y",
+            "--dry-run=server",
+            "-o",
+            "json",
+        ]),
+        step(&["get", "configmap", "dry", "-n", NS]),
+        with_input(&["create", "-f", "-", "-o", "json"], GENERATED),
+        step(&[
+            "get",
+            "configmaps",
+            "-n",
+            NS,
+            "-l",
+            "made=generated",
+            "-o",
+            "json",
+        ]),
+        with_input(&["apply", "--server-side", "-f", "-"], DEPLOYMENT),
+        with_input(&["apply", "--server-side", "-f", "-"], DEPLOYMENT_V2),
+        step(&[
+            "patch",
+            "deployment",
+            "d1",
+            "-n",
+            NS,
+            "--type=strategic",
+            "-p",
+            r#"{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.27"}]}}}}"#,
+        ]),
+        step(&["scale", "deployment", "d1", "-n", NS, "--replicas=2"]),
+        step(&["get", "deployment", "d1", "-n", NS, "-o", "json"]),
+        step(&["get", "deployments", "-n", NS, "-o", "wide"]),
+        step(&["describe", "deployment", "d1", "-n", NS]),
+        step(&[
+            "create",
+            "secret",
+            "generic",
+            "s1",
+            "-n",
+            NS,
+            "--from-literal=k=v",
+        ]),
+        step(&["get", "secret", "s1", "-n", NS, "-o", "json"]),
+        step(&[
+            "create",
+            "service",
+            "clusterip",
+            "svc1",
+            "-n",
+            NS,
+            "--tcp=80:8080",
+        ]),
+        step(&["get", "service", "svc1", "-n", NS, "-o", "json"]),
+        step(&["run", "p1", "-n", NS, "--image=nginx", "--restart=Never"]),
+        step(&["get", "pod", "p1", "-n", NS, "-o", "json"]),
+        step(&[
+            "get",
+            "pods",
+            "-n",
+            NS,
+            "--field-selector=status.phase=Pending",
+        ]),
+        step(&["get", "pods", "-n", NS, "-o", "wide"]),
+        step(&["delete", "pod", "p1", "-n", NS]),
+        step(&[
+            "create",
+            "role",
+            "r1",
+            "-n",
+            NS,
+            "--verb=get",
+            "--resource=pods",
+        ]),
+        step(&[
+            "create",
+            "rolebinding",
+            "rb1",
+            "-n",
+            NS,
+            "--role=r1",
+            "--user=alice",
+        ]),
+        step(&["create", "quota", "q1", "-n", NS, "--hard=pods=10"]),
+        step(&["get", "role,rolebinding,resourcequota", "-n", NS]),
+        step(&["auth", "can-i", "get", "pods", "-n", NS]),
+        step(&["explain", "configmap"]),
+        step(&["get", "events", "-n", NS]),
+        since(26, &["events", "-n", NS]),
+        with_input(&["create", "-f", "-"], CRD),
+        step(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+            "--timeout=60s",
+        ]),
+        step(&["get", "crd", "widgets.example.com", "-o", "json"]),
+        with_input(&["create", "-f", "-"], WIDGET),
+        with_input(&["create", "-f", "-"], BAD_WIDGET),
+        step(&["get", "widgets", "-n", NS]),
+        step(&["get", "widget", "w1", "-n", NS, "-o", "json"]),
+        since(
+            24,
+            &[
+                "patch",
+                "widget",
+                "w1",
+                "-n",
+                NS,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                r#"{"status":{"ready":true,"replicas":1}}"#,
+            ],
+        ),
+        step(&["scale", "widget", "w1", "-n", NS, "--replicas=3"]),
+        step(&["get", "widget", "w1", "-n", NS, "-o", "json"]),
+        step(&["delete", "widget", "w1", "-n", NS, "--wait=false"]),
+        step(&["get", "widget", "w1", "-n", NS, "-o", "json"]),
+        step(&[
+            "patch",
+            "widget",
+            "w1",
+            "-n",
+            NS,
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+        ]),
+        step(&["get", "widget", "w1", "-n", NS]),
+        step(&["delete", "configmap", "cm1", "-n", NS]),
+        step(&["get", "configmap", "cm1", "-n", NS]),
+        step(&["delete", "crd", "widgets.example.com"]),
+        step(&["delete", "namespace", NS, "--wait=false"]),
+    ]
+}
+
+/// The minor version of the kubectl at `bin`.
+pub async fn kubectl_minor(bin: &Path) -> anyhow::Result<u32> {
+    let out = Command::new(bin)
+        .args(["version", "--client", "-o", "json"])
+        .output()
+        .await
+        .with_context(|| format!("running {}", bin.display()))?;
+    let v: Value = serde_json::from_slice(&out.stdout)?;
+    let minor = v["clientVersion"]["minor"]
+        .as_str()
+        .context("kubectl version has no minor")?;
+    Ok(minor.trim_end_matches('+').parse()?)
+}
+
+/// Run the scenarios with the kubectl at `bin` against a fresh embedded
+/// server, recording into `dir/kubectl-1.MINOR.jsonl`; returns that path.
+/// Commands that fail are said on stderr (some are meant to: a CR over
+/// its schema's maximum, a get after a delete).
+pub async fn record(bin: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+    let minor = kubectl_minor(bin).await?;
+    let file = dir.join(format!("kubectl-1.{minor}.jsonl"));
+    let cluster = Cluster::start_recorded(Backend::Embedded, Some(file.clone())).await;
+    let cache = tempfile::tempdir()?;
+    let mut previous = String::new();
+    for step in steps().into_iter().filter(|s| s.since <= minor) {
+        let stdin = match step.input {
+            Input::None => String::new(),
+            Input::Text(text) => text.to_string(),
+            Input::FromPrevious(make) => make(&previous),
+        };
+        let mut child = Command::new(bin)
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig())
+            .arg("--cache-dir")
+            .arg(cache.path())
+            .args(step.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let mut input = child.stdin.take().context("kubectl stdin")?;
+        input.write_all(stdin.as_bytes()).await?;
+        drop(input);
+        let out = tokio::time::timeout(Duration::from_secs(90), child.wait_with_output())
+            .await
+            .context("kubectl did not finish in 90 s")??;
+        if !out.status.success() {
+            eprintln!(
+                "kubectl 1.{minor} {}: {}",
+                step.args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        previous = String::from_utf8_lossy(&out.stdout).into_owned();
+    }
+    cluster.shutdown().await;
+    Ok(file)
+}
