@@ -7,7 +7,7 @@ use std::time::Duration;
 use gantry::toolchain::example_plugin;
 use gantry_tests::{
     BINDINGS_NS, Backend, Env, GC_WAIT, backends, condition, eventually, eventually_within,
-    get_json, widget_crd,
+    get_json, hostile_binding, widget_crd,
 };
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -20,15 +20,12 @@ fn memcached(name: &str, size: i64) -> Value {
 
 /// Widgets reconciled by the hostile plugin, whose config picks what it does.
 fn widget_binding(behaviour: &str, children: &[&str], resync: u64) -> String {
-    let children: String = children
-        .iter()
-        .map(|k| {
-            let (v, k) = k.split_once(' ').unwrap();
-            format!("  - {{apiVersion: {v}, kind: {k}}}\n")
-        })
-        .collect();
-    format!(
-        "name: widgets\nparent: {{apiVersion: test.gantry.dev/v1, kind: Widget}}\nchildren:\n{children}resyncSeconds: {resync}\nconfig: {{behaviour: {behaviour}}}\n"
+    hostile_binding(
+        "widgets",
+        "test.gantry.dev/v1 Widget",
+        children,
+        &json!({"behaviour": behaviour}),
+        &format!("resyncSeconds: {resync}\n"),
     )
 }
 

@@ -6,29 +6,13 @@ use std::time::{Duration, Instant};
 
 use gantry::toolchain::example_plugin;
 use gantry_tests::{
-    BINDINGS_NS, Backend, Env, backends, condition, eventually, get_json, widget_crd,
+    BINDINGS_NS, Backend, Env, backends, condition, eventually, get_json, hostile_binding,
+    widget_crd,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::DeleteParams;
 use serde_json::{Value, json};
-
-/// A binding of the hostile plugin: `parent` reconciled, `children`
-/// declared (`"apiVersion Kind"`), `config` passed as is, `extra` appended
-/// (e.g. `limits: ...`).
-fn binding(name: &str, parent: &str, children: &[&str], config: &Value, extra: &str) -> String {
-    let (api_version, kind) = parent.split_once(' ').unwrap();
-    let children: String = children
-        .iter()
-        .map(|k| {
-            let (v, k) = k.split_once(' ').unwrap();
-            format!("  - {{apiVersion: {v}, kind: {k}}}\n")
-        })
-        .collect();
-    format!(
-        "name: {name}\nparent: {{apiVersion: {api_version}, kind: {kind}}}\nchildren:\n{children}config: {config}\n{extra}"
-    )
-}
 
 async fn env_with(backend: Backend, crds: &[Value]) -> Env {
     let env = Env::start(backend).await;
@@ -94,7 +78,7 @@ async fn a_plugin_cannot_create_a_binding(backend: Backend) {
     bind(
         &env,
         "widgets",
-        &binding(
+        &hostile_binding(
             "widgets",
             "test.gantry.dev/v1 Widget",
             &["v1 ConfigMap"],
@@ -129,7 +113,7 @@ async fn no_child_lands_in_the_operators_namespace(backend: Backend) {
     bind(
         &env,
         "plans",
-        &binding(
+        &hostile_binding(
             "plans",
             "test.gantry.dev/v1 Plan",
             &["v1 ConfigMap"],
@@ -171,7 +155,7 @@ async fn finalizers_on_children_are_dropped(backend: Backend) {
     bind(
         &env,
         "widgets",
-        &binding(
+        &hostile_binding(
             "widgets",
             "test.gantry.dev/v1 Widget",
             &["v1 ConfigMap"],
@@ -197,7 +181,7 @@ async fn a_binding_cannot_create_its_own_parents(backend: Backend) {
     bind(
         &env,
         "widgets",
-        &binding(
+        &hostile_binding(
             "widgets",
             "test.gantry.dev/v1 Widget",
             &["test.gantry.dev/v1 Widget"],
@@ -230,7 +214,7 @@ async fn too_many_conditions_are_a_contract_violation(backend: Backend) {
     bind(
         &env,
         "widgets",
-        &binding(
+        &hostile_binding(
             "widgets",
             "test.gantry.dev/v1 Widget",
             &["v1 ConfigMap"],
@@ -260,7 +244,7 @@ async fn repeated_events_are_aggregated(backend: Backend) {
     bind(
         &env,
         "widgets",
-        &binding(
+        &hostile_binding(
             "widgets",
             "test.gantry.dev/v1 Widget",
             &["v1 ConfigMap"],
@@ -301,7 +285,7 @@ async fn a_zero_requeue_is_not_a_hot_loop(backend: Backend) {
     bind(
         &env,
         "widgets",
-        &binding(
+        &hostile_binding(
             "widgets",
             "test.gantry.dev/v1 Widget",
             &["v1 ConfigMap"],
@@ -340,7 +324,7 @@ async fn a_slow_validate_config_does_not_hold_up_other_bindings(backend: Backend
     bind(
         &env,
         "widgets",
-        &binding(
+        &hostile_binding(
             "widgets",
             "test.gantry.dev/v1 Widget",
             &["v1 ConfigMap"],
@@ -355,7 +339,7 @@ async fn a_slow_validate_config_does_not_hold_up_other_bindings(backend: Backend
     bind(
         &env,
         "gadgets",
-        &binding(
+        &hostile_binding(
             "gadgets",
             "test.gantry.dev/v1 Gadget",
             &["v1 ConfigMap"],
@@ -390,7 +374,7 @@ async fn deleting_a_busy_binding_does_not_hold_up_others(backend: Backend) {
     bind(
         &env,
         "widgets",
-        &binding(
+        &hostile_binding(
             "widgets",
             "test.gantry.dev/v1 Widget",
             &["v1 ConfigMap"],
@@ -416,7 +400,7 @@ async fn deleting_a_busy_binding_does_not_hold_up_others(backend: Backend) {
     bind(
         &env,
         "gadgets",
-        &binding(
+        &hostile_binding(
             "gadgets",
             "test.gantry.dev/v1 Gadget",
             &["v1 ConfigMap"],
@@ -445,7 +429,7 @@ async fn a_claimed_binding_goes_into_service_when_the_claimant_goes(backend: Bac
     bind(
         &env,
         "widgets",
-        &binding(
+        &hostile_binding(
             "widgets",
             "test.gantry.dev/v1 Widget",
             &["v1 ConfigMap"],
@@ -461,7 +445,7 @@ async fn a_claimed_binding_goes_into_service_when_the_claimant_goes(backend: Bac
     bind(
         &env,
         "widgets-two",
-        &binding(
+        &hostile_binding(
             "widgets-two",
             "test.gantry.dev/v1 Widget",
             &["v1 ConfigMap"],
@@ -513,7 +497,7 @@ async fn pruning_tells_groups_apart(backend: Backend) {
     bind(
         &env,
         "widgets",
-        &binding("widgets", "test.gantry.dev/v1 Widget", &children, &both, ""),
+        &hostile_binding("widgets", "test.gantry.dev/v1 Widget", &children, &both, ""),
     )
     .await;
     env.apply(widget("w")).await;
@@ -534,7 +518,7 @@ async fn pruning_tells_groups_apart(backend: Backend) {
     bind(
         &env,
         "widgets",
-        &binding(
+        &hostile_binding(
             "widgets",
             "test.gantry.dev/v1 Widget",
             &children,

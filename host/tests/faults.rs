@@ -148,14 +148,6 @@ impl Server {
     }
 }
 
-async fn client_for(kubeconfig: &Path) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
-}
-
 /// Apply `object` until the server acknowledges it (faults make some
 /// attempts fail).
 async fn apply_until_acknowledged(api: &Api<DynamicObject>, name: &str, object: &Value) {
@@ -209,7 +201,7 @@ async fn parents_converge_after_faults_with_nothing_lost_or_duplicated(backend: 
         ),
     )
     .unwrap();
-    let client = client_for(&kubeconfig).await;
+    let client = gantry_test_support::client_for(&kubeconfig).await.unwrap();
 
     let fanout = gantry::dev::example_dir("fanout");
     gantry::dev::apply_file(&client, &fanout.join("crd.yaml"))

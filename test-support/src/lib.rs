@@ -14,6 +14,7 @@
 
 pub mod differential;
 mod real;
+mod tls;
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,7 @@ use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
 
 pub use gantry_test_macros::backends;
 pub use real::{Component, RealCluster};
+pub use tls::https_connector;
 
 /// Which API server a test runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

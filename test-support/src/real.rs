@@ -50,17 +50,20 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/real-cluster")
 }
 
-fn run_script(args: &[&str], dir: &Path) -> anyhow::Result<String> {
+/// Run `scripts/real-cluster COMMAND [DIR]`; its stdout.
+fn run_script(command: &str, dir: Option<&Path>) -> anyhow::Result<String> {
     let output = Command::new("bash")
         .arg(script())
-        .args(args)
-        .arg(dir)
+        .arg(command)
+        .args(dir)
         .env("GANTRY_CLUSTER_OWNER_PID", std::process::id().to_string())
         .output()
         .context("running scripts/real-cluster")?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
-        bail!("scripts/real-cluster {} failed: {stderr}", args.join(" "));
+        bail!(
+            "scripts/real-cluster {command} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
@@ -68,25 +71,14 @@ fn run_script(args: &[&str], dir: &Path) -> anyhow::Result<String> {
 /// The directory of the control plane's binaries, built first if they are
 /// not cached yet.
 pub fn binaries() -> anyhow::Result<PathBuf> {
-    let output = Command::new("bash")
-        .arg(script())
-        .arg("build")
-        .output()
-        .context("running scripts/real-cluster build")?;
-    if !output.status.success() {
-        bail!(
-            "scripts/real-cluster build failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).trim().into())
+    Ok(run_script("build", None)?.trim().into())
 }
 
 impl RealCluster {
     /// Start a control plane keeping its state in `dir` (built first if
     /// the binaries are not cached yet).
     pub fn start(dir: &Path) -> anyhow::Result<RealCluster> {
-        let stdout = run_script(&["up"], dir)?;
+        let stdout = run_script("up", Some(dir))?;
         let kubeconfig = stdout
             .lines()
             .last()
@@ -141,7 +133,7 @@ impl RealCluster {
 
     /// Start again whatever is not running (same ports, data and keys).
     pub fn restart(&self) -> anyhow::Result<()> {
-        run_script(&["up"], &self.dir).map(drop)
+        run_script("up", Some(&self.dir)).map(drop)
     }
 
     /// Successful writes taken from clients other than the control plane's
@@ -185,7 +177,7 @@ impl RealCluster {
 
 impl Drop for RealCluster {
     fn drop(&mut self) {
-        if let Err(e) = run_script(&["down"], &self.dir) {
+        if let Err(e) = run_script("down", Some(&self.dir)) {
             eprintln!("{e:#}");
         }
     }

@@ -214,6 +214,29 @@ pub fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
         .find(|c| c["type"] == type_)
 }
 
+/// A binding of the hostile plugin named `name`: `parent` reconciled and
+/// `children` declared (each `"apiVersion Kind"`), `config` passed as is,
+/// `extra` appended (e.g. `resyncSeconds: 5` or `limits: ...` lines).
+pub fn hostile_binding(
+    name: &str,
+    parent: &str,
+    children: &[&str],
+    config: &Value,
+    extra: &str,
+) -> String {
+    let (api_version, kind) = parent.split_once(' ').expect("parent is `apiVersion Kind`");
+    let children: String = children
+        .iter()
+        .map(|k| {
+            let (v, k) = k.split_once(' ').expect("child is `apiVersion Kind`");
+            format!("  - {{apiVersion: {v}, kind: {k}}}\n")
+        })
+        .collect();
+    format!(
+        "name: {name}\nparent: {{apiVersion: {api_version}, kind: {kind}}}\nchildren:\n{children}config: {config}\n{extra}"
+    )
+}
+
 /// A test CRD `Widget` (test.gantry.dev/v1, namespaced); `status` selects
 /// whether it has a status subresource; `kind` renames it.
 pub fn widget_crd(kind: &str, plural: &str, status: bool) -> Value {

@@ -22,8 +22,6 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 /// Where the proxy forwards to, and with which credentials: the clients
 /// send none.
@@ -36,35 +34,6 @@ pub struct Upstream {
     pub identity: Option<(PathBuf, PathBuf)>,
     /// A bearer token (the embedded backend's).
     pub token: Option<String>,
-}
-
-fn connector(upstream: &Upstream) -> HttpsConnector<HttpConnector> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    for ca in CertificateDer::pem_slice_iter(upstream.ca_pem.as_bytes()) {
-        roots.add(ca.unwrap()).unwrap();
-    }
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots);
-    let config = match &upstream.identity {
-        Some((cert, key)) => {
-            let chain = CertificateDer::pem_file_iter(cert)
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
-            builder
-                .with_client_auth_cert(chain, PrivateKeyDer::from_pem_file(key).unwrap())
-                .unwrap()
-        }
-        None => builder.with_no_client_auth(),
-    };
-    hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(config)
-        .https_only()
-        .enable_http1()
-        .build()
 }
 
 /// What the proxy does, changeable while it runs.
@@ -178,7 +147,16 @@ async fn forward(State(proxy): State<Proxy>, request: Request) -> Response {
 /// returns its address.
 pub async fn start(upstream: Upstream, faults: Arc<Faults>) -> SocketAddr {
     let proxy = Proxy {
-        client: Client::builder(TokioExecutor::new()).build(connector(&upstream)),
+        client: Client::builder(TokioExecutor::new()).build(
+            gantry_test_support::https_connector(
+                Some(&upstream.ca_pem),
+                upstream
+                    .identity
+                    .as_ref()
+                    .map(|(cert, key)| (cert.as_path(), key.as_path())),
+            )
+            .expect("TLS to the API server"),
+        ),
         authorization: upstream
             .token
             .as_ref()

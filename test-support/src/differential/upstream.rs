@@ -3,9 +3,6 @@
 //! certificate. The proxy forwards through it, the replayer sends
 //! through it.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
 use anyhow::Context;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -14,12 +11,10 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use gantry_apiserver::ApiServerHandle;
 
-use crate::{Cluster, RealCluster};
+use crate::{Cluster, RealCluster, https_connector};
 
 /// Where requests go, and with which credentials.
 #[derive(Clone)]
@@ -60,40 +55,38 @@ pub struct Reply {
 impl Upstream {
     /// Plain HTTP to `base`, with no credentials (a server that needs none).
     pub fn plain(base: &str) -> Upstream {
-        Upstream {
-            base: base.trim_end_matches('/').to_string(),
-            token: None,
-            client: Client::builder(TokioExecutor::new()).build(connector(Trust::Ca(None))),
-        }
+        Upstream::new(base, None, https_connector(None, None))
     }
 
     /// The embedded server: its URL (HTTPS, or HTTP without TLS), its
     /// bearer token and its CA.
     pub fn embedded(server: &ApiServerHandle) -> Upstream {
-        let roots = server.ca_pem().map(|pem| {
-            let mut roots = rustls::RootCertStore::empty();
-            for ca in CertificateDer::pem_slice_iter(pem.as_bytes()) {
-                roots
-                    .add(ca.expect("the embedded server's CA is PEM"))
-                    .expect("the embedded server's CA is a certificate");
-            }
-            roots
-        });
-        Upstream {
-            base: server.url().trim_end_matches('/').to_string(),
-            token: server.token().map(str::to_string),
-            client: Client::builder(TokioExecutor::new()).build(connector(Trust::Ca(roots))),
-        }
+        Upstream::new(
+            &server.url(),
+            server.token().map(str::to_string),
+            https_connector(server.ca_pem(), None),
+        )
     }
 
     /// HTTPS to a real kube-apiserver as its admin.
     pub fn real(real: &RealCluster) -> Upstream {
-        let identity = identity(&real.admin_identity())
-            .unwrap_or_else(|e| panic!("the real cluster's admin identity: {e:#}"));
+        let (ca, cert, key) = real.admin_identity();
+        let connector = std::fs::read_to_string(&ca)
+            .map_err(anyhow::Error::from)
+            .and_then(|ca| https_connector(Some(&ca), Some((&cert, &key))));
+        Upstream::new(&real.url(), None, connector)
+    }
+
+    fn new(
+        base: &str,
+        token: Option<String>,
+        connector: anyhow::Result<HttpsConnector<HttpConnector>>,
+    ) -> Upstream {
+        let connector = connector.unwrap_or_else(|e| panic!("TLS to {base}: {e:#}"));
         Upstream {
-            base: real.url(),
-            token: None,
-            client: Client::builder(TokioExecutor::new()).build(connector(Trust::Admin(identity))),
+            base: base.trim_end_matches('/').to_string(),
+            token,
+            client: Client::builder(TokioExecutor::new()).build(connector),
         }
     }
 
@@ -150,48 +143,4 @@ pub fn content_type(headers: &http::HeaderMap) -> Option<String> {
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
-}
-
-/// What the client trusts, and how it proves who it is.
-enum Trust {
-    /// The server's CA (none: plain HTTP); the bearer token is a header.
-    Ca(Option<rustls::RootCertStore>),
-    /// The real cluster's CA and admin client certificate.
-    Admin(Identity),
-}
-
-fn connector(trust: Trust) -> HttpsConnector<HttpConnector> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions");
-    let config = match trust {
-        Trust::Admin((roots, chain, key)) => builder
-            .with_root_certificates(roots)
-            .with_client_auth_cert(chain, key)
-            .expect("the admin client certificate is usable"),
-        Trust::Ca(roots) => builder
-            .with_root_certificates(roots.unwrap_or_else(rustls::RootCertStore::empty))
-            .with_no_client_auth(),
-    };
-    hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(config)
-        .https_or_http()
-        .enable_http1()
-        .build()
-}
-
-type Identity = (
-    rustls::RootCertStore,
-    Vec<CertificateDer<'static>>,
-    PrivateKeyDer<'static>,
-);
-
-fn identity((ca, cert, key): &(PathBuf, PathBuf, PathBuf)) -> anyhow::Result<Identity> {
-    let mut roots = rustls::RootCertStore::empty();
-    for ca in CertificateDer::pem_file_iter(ca)? {
-        roots.add(ca?)?;
-    }
-    let chain = CertificateDer::pem_file_iter(cert)?.collect::<Result<_, _>>()?;
-    Ok((roots, chain, PrivateKeyDer::from_pem_file(key)?))
 }
