@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use gantry::source::{FetchError, FetchSettings, Fetcher, PluginSource, oci};
+use gantry::binding::source::{FetchError, FetchSettings, Fetcher, PluginSource, oci};
 use gantry_tests::sources::{FileServer, Registry};
 use gantry_tests::{Backend, backends};
 
@@ -397,6 +397,35 @@ async fn plugin_push_publishes_a_component_that_binds_by_digest() {
             &reference,
             "--parent",
             parent.to_str().unwrap(),
+            "--no-cache",
+        ])),
+        ok
+    );
+
+    // So does `policy run`, for a policy.
+    let policy = gantry::toolchain::example_plugin("disallow-privileged").expect("policy");
+    let policy_file = dir.path().join("disallow-privileged.wasm");
+    std::fs::write(&policy_file, &policy).unwrap();
+    let policy_reference = format!("oci://{}/policies/disallow-privileged:cli", registry.host);
+    assert_eq!(
+        run(gantry(&[
+            "plugin",
+            "push",
+            policy_file.to_str().unwrap(),
+            &policy_reference
+        ])),
+        ok
+    );
+    let request = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../host/tests/fixtures/admission/pod-privileged-create.json");
+    assert_eq!(
+        run(gantry(&[
+            "policy",
+            "run",
+            "--plugin",
+            &policy_reference,
+            "--request",
+            request.to_str().unwrap(),
             "--no-cache",
         ])),
         ok

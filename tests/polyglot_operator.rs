@@ -1,7 +1,7 @@
 //! The JavaScript and Python memcached plugins, served from a local HTTP
 //! server, the Rust one, pulled from a loopback OCI registry, and the C one,
-//! inline in its ConfigMap, in service in the operator on the embedded API
-//! server: each binding's parents converge, and a version whose download
+//! inline in its ConfigMap, in service in the operator on each backend (the
+//! embedded API server and a real one): each binding's parents converge, and a version whose download
 //! does not match its pin is refused while the old one keeps serving.
 //!
 //! The first run installs the JavaScript and Python toolchains into the
@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 /// How long the first convergence of the four bindings may take.
 const COMPILE_WAIT: Duration = Duration::from_secs(180);
 
+use gantry::binding::source::{FetchSettings, oci};
 use gantry::controller::OperatorOptions;
-use gantry::source::{FetchSettings, oci};
 use gantry::toolchain::{c, example_plugin, js, python, source_workspace_root};
 use gantry_tests::sources::{FileServer, Registry};
 use gantry_tests::{
@@ -113,7 +113,8 @@ async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator(bac
 
     // Parent kinds: Memcached for Rust, JsMemcached, PyMemcached, CMemcached.
     for crd in
-        gantry::cli::read_objects(&gantry::dev::example_dir("memcached").join("crd.yaml")).unwrap()
+        gantry::manifest::read_objects(&gantry::dev::example_dir("memcached").join("crd.yaml"))
+            .unwrap()
     {
         env.apply(crd).await;
     }

@@ -57,13 +57,6 @@ async fn synced_with_reason(env: &Env, name: &str, reason: &str) -> Value {
     .await
 }
 
-async fn has_event(env: &Env, namespace: &str, name: &str, reason: &str) -> Option<Value> {
-    env.events_for(namespace, name)
-        .await
-        .into_iter()
-        .find(|e| e["reason"] == reason)
-}
-
 /// Item 2: a child labelled as a binding (or any `gantry.dev/` label or
 /// annotation) is refused, so a plugin cannot put a binding of its own
 /// into service.
@@ -191,7 +184,7 @@ async fn a_binding_cannot_create_its_own_parents(backend: Backend) {
     )
     .await;
     let event = eventually("InvalidBinding", || async {
-        has_event(&env, BINDINGS_NS, "widgets", "InvalidBinding").await
+        env.event(BINDINGS_NS, "widgets", "InvalidBinding").await
     })
     .await;
     assert!(
@@ -255,7 +248,7 @@ async fn repeated_events_are_aggregated(backend: Backend) {
     .await;
     env.apply(widget("w")).await;
     let event = eventually("the Many event", || async {
-        has_event(&env, "default", "w", "Many").await
+        env.event("default", "w", "Many").await
     })
     .await;
     assert!(
@@ -384,7 +377,7 @@ async fn deleting_a_busy_binding_does_not_hold_up_others(backend: Backend) {
     )
     .await;
     eventually("in service", || async {
-        has_event(&env, BINDINGS_NS, "widgets", "PluginLoaded").await
+        env.event(BINDINGS_NS, "widgets", "PluginLoaded").await
     })
     .await;
     env.apply(widget("w")).await;
@@ -424,7 +417,13 @@ async fn deleting_a_busy_binding_does_not_hold_up_others(backend: Backend) {
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claimed_binding_goes_into_service_when_the_claimant_goes(backend: Backend) {
-    let env = env_with(backend, &[widget_crd("Widget", "widgets", true)]).await;
+    // Widgets served as v1 (stored) and as v2.
+    let mut crd = widget_crd("Widget", "widgets", true);
+    let mut v2 = crd["spec"]["versions"][0].clone();
+    v2["name"] = "v2".into();
+    v2["storage"] = false.into();
+    crd["spec"]["versions"].as_array_mut().unwrap().push(v2);
+    let env = env_with(backend, &[crd]).await;
     let ok = json!({"behaviour": "ok"});
     bind(
         &env,
@@ -439,7 +438,7 @@ async fn a_claimed_binding_goes_into_service_when_the_claimant_goes(backend: Bac
     )
     .await;
     eventually("first in service", || async {
-        has_event(&env, BINDINGS_NS, "widgets", "PluginLoaded").await
+        env.event(BINDINGS_NS, "widgets", "PluginLoaded").await
     })
     .await;
     bind(
@@ -447,7 +446,7 @@ async fn a_claimed_binding_goes_into_service_when_the_claimant_goes(backend: Bac
         "widgets-two",
         &hostile_binding(
             "widgets-two",
-            "test.gantry.dev/v1 Widget",
+            "test.gantry.dev/v2 Widget",
             &["v1 ConfigMap"],
             &ok,
             "",
@@ -455,7 +454,8 @@ async fn a_claimed_binding_goes_into_service_when_the_claimant_goes(backend: Bac
     )
     .await;
     eventually("ParentKindClaimed", || async {
-        has_event(&env, BINDINGS_NS, "widgets-two", "ParentKindClaimed").await
+        env.event(BINDINGS_NS, "widgets-two", "ParentKindClaimed")
+            .await
     })
     .await;
     let bindings: Api<ConfigMap> = Api::namespaced(env.client.clone(), BINDINGS_NS);
@@ -464,7 +464,7 @@ async fn a_claimed_binding_goes_into_service_when_the_claimant_goes(backend: Bac
         .await
         .unwrap();
     eventually("second in service", || async {
-        has_event(&env, BINDINGS_NS, "widgets-two", "PluginLoaded").await
+        env.event(BINDINGS_NS, "widgets-two", "PluginLoaded").await
     })
     .await;
     env.apply(widget("w")).await;
@@ -474,6 +474,75 @@ async fn a_claimed_binding_goes_into_service_when_the_claimant_goes(backend: Bac
         child["metadata"]["labels"]["gantry.dev/binding"],
         "widgets-two"
     );
+    env.stop().await;
+}
+
+/// Item 7: a version being prepared claims its parent kind; when a newer
+/// version of its binding moves to another kind, the binding that waited
+/// for that claim goes into service.
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_superseded_claim_is_released(backend: Backend) {
+    let env = env_with(
+        backend,
+        &[
+            widget_crd("Widget", "widgets", true),
+            widget_crd("Gadget", "gadgets", true),
+        ],
+    )
+    .await;
+    // Its validate-config sleeps, so it stays in preparation, claiming Widget.
+    let slow = json!({"behaviour": "sleep-config", "millis": 20_000});
+    bind(
+        &env,
+        "first",
+        &hostile_binding(
+            "first",
+            "test.gantry.dev/v1 Widget",
+            &["v1 ConfigMap"],
+            &slow,
+            "limits: {deadlineMs: 30000}\n",
+        ),
+    )
+    .await;
+    let ok = json!({"behaviour": "ok"});
+    bind(
+        &env,
+        "waiting",
+        &hostile_binding(
+            "waiting",
+            "test.gantry.dev/v1 Widget",
+            &["v1 ConfigMap"],
+            &ok,
+            "",
+        ),
+    )
+    .await;
+    eventually("ParentKindClaimed", || async {
+        env.event(BINDINGS_NS, "waiting", "ParentKindClaimed").await
+    })
+    .await;
+    // The first binding's next version reconciles Gadgets instead.
+    bind(
+        &env,
+        "first",
+        &hostile_binding(
+            "first",
+            "test.gantry.dev/v1 Gadget",
+            &["v1 ConfigMap"],
+            &ok,
+            "",
+        ),
+    )
+    .await;
+    eventually("the waiting binding in service", || async {
+        env.event(BINDINGS_NS, "waiting", "PluginLoaded").await
+    })
+    .await;
+    env.apply(widget("w")).await;
+    let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
+    let child = eventually("w-fine", || async { get_json(&maps, "w-fine").await }).await;
+    assert_eq!(child["metadata"]["labels"]["gantry.dev/binding"], "waiting");
     env.stop().await;
 }
 
@@ -555,6 +624,7 @@ async fn a_slow_validate_settings_does_not_hold_up_other_policies(backend: Backe
         gantry::runtime::Runtime::with_defaults().unwrap(),
         BINDINGS_NS,
         policies.clone(),
+        gantry::binding::source::FetchSettings::default(),
         async move {
             let _ = stopped.await;
         },

@@ -118,13 +118,19 @@ pub fn is_local_host(host: &str, listen: SocketAddr) -> bool {
     }
 }
 
-/// The warning printed when the server listens beyond loopback (None on loopback).
-pub fn exposure_warning(listen: SocketAddr) -> Option<String> {
+/// The warning printed when the server listens beyond loopback (None on
+/// loopback); `tls` says whether it serves HTTPS.
+pub fn exposure_warning(listen: SocketAddr, tls: bool) -> Option<String> {
     (!listen.ip().is_loopback()).then(|| {
+        let traffic = if tls {
+            ""
+        } else {
+            ", and traffic (token included) is plain HTTP"
+        };
         format!(
             "WARNING: the API server listens on {listen}, which is not loopback: anyone who can \
-             reach it and has the token is cluster admin, and traffic (token included) is \
-             plain HTTP. Use --listen 127.0.0.1:PORT unless you mean it."
+             reach it and has the token is cluster admin{traffic}. Use --listen 127.0.0.1:PORT \
+             unless you mean it."
         )
     })
 }
@@ -168,10 +174,13 @@ mod tests {
 
     #[test]
     fn warning_only_beyond_loopback() {
-        assert!(exposure_warning("127.0.0.1:0".parse().unwrap()).is_none());
-        assert!(exposure_warning("[::1]:0".parse().unwrap()).is_none());
-        let w = exposure_warning("0.0.0.0:6443".parse().unwrap()).unwrap();
+        assert!(exposure_warning("127.0.0.1:0".parse().unwrap(), true).is_none());
+        assert!(exposure_warning("[::1]:0".parse().unwrap(), false).is_none());
+        let w = exposure_warning("0.0.0.0:6443".parse().unwrap(), true).unwrap();
         assert!(w.contains("not loopback"), "{w}");
+        assert!(!w.contains("plain HTTP"), "HTTPS is not plain: {w}");
+        let w = exposure_warning("0.0.0.0:6443".parse().unwrap(), false).unwrap();
+        assert!(w.contains("plain HTTP"), "{w}");
     }
 
     #[test]

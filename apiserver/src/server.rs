@@ -93,7 +93,7 @@ fn bootstrap(app: &App) {
 impl ApiServer {
     /// Starts a server on `config.listen` (port 0: any free port).
     pub async fn start(config: Config) -> Result<ApiServerHandle, StartError> {
-        if let Some(warning) = crate::access::exposure_warning(config.listen) {
+        if let Some(warning) = crate::access::exposure_warning(config.listen, config.tls) {
             if config.token.is_none() {
                 return Err(StartError::NoToken(config.listen));
             }

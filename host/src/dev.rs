@@ -57,7 +57,7 @@ pub async fn apply_object(client: &Client, object: &Value) -> anyhow::Result<Dyn
 
 /// Apply every object in the YAML file at `path`.
 pub async fn apply_file(client: &Client, path: &Path) -> anyhow::Result<()> {
-    for object in crate::cli::read_objects(path)? {
+    for object in crate::manifest::read_objects(path)? {
         apply_object(client, &object).await?;
     }
     Ok(())
@@ -149,7 +149,7 @@ pub fn example_dir(name: &str) -> PathBuf {
 pub async fn install_example(client: &Client, name: &str, namespace: &str) -> anyhow::Result<()> {
     let dir = example_dir(name);
     let crd_path = dir.join("crd.yaml");
-    for crd in crate::cli::read_objects(&crd_path)? {
+    for crd in crate::manifest::read_objects(&crd_path)? {
         apply_object(client, &crd).await?;
         let crd_name = crd
             .pointer("/metadata/name")

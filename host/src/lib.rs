@@ -7,24 +7,27 @@
 //!   generated bindings and checked conversions to `gantry_sdk` types.
 //! - [`runtime`]: the wasmtime engine, plugin loading with a digest-keyed
 //!   compile cache, and the per-call sandbox with its limits.
-//! - [`controller`]: the operator: bindings from ConfigMaps, one
-//!   controller per binding, reconcile → guardrails → apply/prune → status.
+//! - [`binding`]: plugins delivered in ConfigMaps: the envelope (inline or
+//!   from a URL or OCI registry, pinned by sha256), one limits type, and the
+//!   one loader that puts each new version into service or refuses it.
+//! - [`controller`]: the operator: reconcile bindings, one controller per
+//!   binding, reconcile → guardrails → apply/prune → status.
 //! - [`policy`]: admission policies: policy bindings, the HTTPS webhook
 //!   server, webhook configuration sync, guardrails on reconcile output.
-//! - [`source`]: fetching plugins from URLs and OCI registries, with a
-//!   digest-keyed disk cache.
 //! - [`toolchain`]: building plugin crates into components.
 //! - [`bench`]: side-by-side cost of native and plugin calls.
-//! - [`cli`]: the `gantry` command line.
+//! - [`manifest`]: reading objects and values from YAML or JSON files.
+//! - [`cli`]: the `gantry` command line, a leaf: nothing else imports it.
 
 pub mod bench;
+pub mod binding;
 pub mod cli;
 pub mod contract;
 pub mod controller;
 pub mod dev;
 pub mod health;
+pub mod manifest;
 pub mod policy;
 pub mod runtime;
-pub mod source;
 pub mod telemetry;
 pub mod toolchain;

@@ -66,9 +66,16 @@ impl Cluster {
                 rx.clone(),
             );
             async move {
-                manager::run_policy_manager(client, runtime, NS, policies, stopped(rx))
-                    .await
-                    .unwrap()
+                manager::run_policy_manager(
+                    client,
+                    runtime,
+                    NS,
+                    policies,
+                    gantry::binding::source::FetchSettings::default(),
+                    stopped(rx),
+                )
+                .await
+                .unwrap()
             }
         });
         let certificate = tls::self_signed(&["127.0.0.1".into()]).unwrap();
@@ -544,26 +551,41 @@ async fn kubectl_meets_the_policies_through_the_api_server(backend: Backend) {
             .contains("Pod is not allowed to run privileged: container \"app\" is privileged"),
         "{stderr}"
     );
-    // The mutating policy's change is visible.
-    let (ok, _, stderr) = kubectl(&bin, kubeconfig, &["apply", "-f", "-"], Some(PLAIN_POD));
-    assert!(ok, "{stderr}");
-    let (ok, requests, stderr) = kubectl(
-        &bin,
-        kubeconfig,
-        &[
-            "get",
-            "pod",
-            "web",
-            "-n",
-            "default",
-            "-o",
-            "jsonpath={.spec.containers[0].resources.requests}",
-        ],
-        None,
-    );
-    assert!(ok, "{stderr}");
-    let requests: Value = serde_json::from_str(&requests).unwrap();
-    assert_eq!(requests, json!({"cpu": "100m", "memory": "128Mi"}));
+    // The mutating policy's change is visible. kube-apiserver's informer
+    // for mutating configurations syncs on its own, apart from the
+    // validating one: until it has the configuration, the Pod goes in
+    // unchanged; undo that and try again.
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let (ok, _, stderr) = kubectl(&bin, kubeconfig, &["apply", "-f", "-"], Some(PLAIN_POD));
+        assert!(ok, "{stderr}");
+        let (ok, requests, stderr) = kubectl(
+            &bin,
+            kubeconfig,
+            &[
+                "get",
+                "pod",
+                "web",
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={.spec.containers[0].resources.requests}",
+            ],
+            None,
+        );
+        assert!(ok, "{stderr}");
+        let requests: Value = serde_json::from_str(&requests).unwrap_or(Value::Null);
+        if requests == json!({"cpu": "100m", "memory": "128Mi"}) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pod was never mutated: requests {requests}"
+        );
+        let (ok, _, stderr) = kubectl(&bin, kubeconfig, &["delete", "-f", "-"], Some(PLAIN_POD));
+        assert!(ok, "{stderr}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     // Monitor mode allows, and counts what it would have denied.
     let (ok, _, stderr) = kubectl(
         &bin,

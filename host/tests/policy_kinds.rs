@@ -67,6 +67,7 @@ async fn a_policy_waits_for_its_kind_to_be_served(backend: Backend) {
         runtime,
         NS,
         policies.clone(),
+        gantry::binding::source::FetchSettings::default(),
         async move {
             let _ = stop_rx.await;
         },

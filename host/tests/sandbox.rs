@@ -220,6 +220,57 @@ async fn sleeping_calls_do_not_exhaust_the_pool() {
         .unwrap();
 }
 
+/// Reconciles that sleep on every slot of a runtime do not hold up a
+/// policy loaded through `with_own_slots`, as the operator loads its
+/// admission policies: the webhook answers while they are still running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_have_slots_of_their_own() {
+    let rt = Runtime::new(RuntimeSettings {
+        engine: EngineSettings {
+            max_concurrent_calls: 2,
+            ..EngineSettings::default()
+        },
+        cache_dir: None,
+    })
+    .unwrap();
+    let plugin = hostile(&rt);
+    let long = Limits {
+        deadline: Duration::from_secs(30),
+        ..Limits::default()
+    };
+    let sleepers: Vec<_> = (0..2)
+        .map(|_| {
+            let plugin = plugin.clone();
+            tokio::spawn(async move {
+                plugin
+                    .reconcile(
+                        request(json!({"behaviour": "sleep", "millis": SLEEP_MS})),
+                        long,
+                    )
+                    .await
+            })
+        })
+        .collect();
+    while rt.calls_in_flight() < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let policies = rt.with_own_slots();
+    let policy = hostile_policy(&policies);
+    let admission = AdmissionRequest {
+        request: json!({"operation": "CREATE", "object": {"metadata": {"name": "x"}}}),
+        settings: json!({"behaviour": "deny"}),
+    };
+    let verdict = policy.validate(admission, Limits::default()).await;
+    assert!(verdict.is_ok(), "{verdict:?}");
+    // Both reconciles still hold their slots: the policy did not wait for them.
+    assert_eq!(rt.calls_in_flight(), 2);
+    assert!(sleepers.iter().all(|s| !s.is_finished()));
+    assert_eq!(policies.calls_in_flight(), 0);
+    for sleeper in sleepers {
+        sleeper.await.unwrap().unwrap();
+    }
+}
+
 /// More than the 64 KiB kept of stdout: the excess is dropped, the call
 /// succeeds.
 #[test]

@@ -157,6 +157,14 @@ impl Env {
             .collect()
     }
 
+    /// The Event about `name` with `reason`, if there is one.
+    pub async fn event(&self, namespace: &str, name: &str, reason: &str) -> Option<Value> {
+        self.events_for(namespace, name)
+            .await
+            .into_iter()
+            .find(|e| e["reason"] == reason)
+    }
+
     /// The binding ConfigMap `name`.
     pub async fn binding(&self, name: &str) -> ConfigMap {
         Api::<ConfigMap>::namespaced(self.client.clone(), BINDINGS_NS)

@@ -20,6 +20,48 @@ fn listed(list: Option<&Vec<String>>, value: &str) -> bool {
     list.is_some_and(|l| l.iter().any(|x| x == "*" || x == value))
 }
 
+/// What an admission rule is matched against: one request, as the webhook
+/// would see it.
+#[derive(Debug, Clone, Copy)]
+pub struct RuleRequest<'a> {
+    /// `CREATE`, `UPDATE`, `DELETE` or `CONNECT`.
+    pub operation: &'a str,
+    /// API group (`""` for the core group).
+    pub group: &'a str,
+    /// API version.
+    pub version: &'a str,
+    /// Plural resource name.
+    pub resource: &'a str,
+    /// Subresource, `""` for the main resource.
+    pub subresource: &'a str,
+    /// Whether the resource is namespaced.
+    pub namespaced: bool,
+}
+
+/// Whether one rule (a webhook configuration's `RuleWithOperations`)
+/// covers `request`. The one place rules are matched: the embedded API
+/// server calling webhooks and Gantry's guardrail policies both use it.
+pub fn rule_covers(rule: &admreg::RuleWithOperations, request: &RuleRequest<'_>) -> bool {
+    let op_ok = listed(rule.operations.as_ref(), request.operation);
+    let group_ok = listed(rule.api_groups.as_ref(), request.group);
+    let version_ok = listed(rule.api_versions.as_ref(), request.version);
+    let resource_ok = rule.resources.as_ref().is_some_and(|rs| {
+        rs.iter().any(|r| {
+            let (res, rsub) = r.split_once('/').unwrap_or((r, ""));
+            (res == "*" || res == request.resource) && (rsub == "*" || rsub == request.subresource)
+        })
+    });
+    // Namespace objects are cluster-scoped.
+    let namespaces = request.group.is_empty() && request.resource == "namespaces";
+    let scope_ok = match rule.scope.as_deref() {
+        None | Some("*") => true,
+        Some("Namespaced") => !namespaces && request.namespaced,
+        Some("Cluster") => namespaces || !request.namespaced,
+        Some(_) => false,
+    };
+    op_ok && group_ok && version_ok && resource_ok && scope_ok
+}
+
 /// Whether one rule matches a request for `info` (the resource as the webhook would
 /// see it).
 pub fn rule_matches(
@@ -27,24 +69,15 @@ pub fn rule_matches(
     info: &ResourceInfo,
     a: &Attributes,
 ) -> bool {
-    let op_ok = listed(rule.operations.as_ref(), a.operation.as_str());
-    let group_ok = listed(rule.api_groups.as_ref(), &info.group);
-    let version_ok = listed(rule.api_versions.as_ref(), &info.version);
-    let sub = a.subresource.as_deref().unwrap_or("");
-    let resource_ok = rule.resources.as_ref().is_some_and(|rs| {
-        rs.iter().any(|r| {
-            let (res, rsub) = r.split_once('/').unwrap_or((r, ""));
-            (res == "*" || res == info.plural) && (rsub == "*" || rsub == sub)
-        })
-    });
-    let scope_ok = match rule.scope.as_deref() {
-        None | Some("*") => true,
-        // Namespace objects are cluster-scoped.
-        Some("Namespaced") => !is_namespaces(info) && info.namespaced,
-        Some("Cluster") => is_namespaces(info) || !info.namespaced,
-        Some(_) => false,
+    let request = RuleRequest {
+        operation: a.operation.as_str(),
+        group: &info.group,
+        version: &info.version,
+        resource: &info.plural,
+        subresource: a.subresource.as_deref().unwrap_or(""),
+        namespaced: info.namespaced,
     };
-    op_ok && group_ok && version_ok && resource_ok && scope_ok
+    rule_covers(rule, &request)
 }
 
 /// The resource the webhook's rules match the request as: the requested one, or with

@@ -199,7 +199,7 @@ pub async fn run(plan: &ConvergePlan, progress: impl Fn(&str)) -> anyhow::Result
 
     // The CRD and the binding.
     let source = crate::dev::example_dir("fanout");
-    for crd in crate::cli::read_objects(&source.join("crd.yaml"))? {
+    for crd in crate::manifest::read_objects(&source.join("crd.yaml"))? {
         crate::dev::apply_object(&driver, &crd).await?;
     }
     crate::dev::wait_for_crd(&driver, "fanouts.bench.gantry.dev").await?;

@@ -5,13 +5,11 @@
 //! plugin could not be loaded; 5 bad input files or other failures.
 
 mod bench;
-mod input;
+mod component;
 mod operator;
 mod plugin;
 mod policy;
 mod webhook;
-
-pub use input::{read_object, read_objects, read_value};
 
 use std::process::ExitCode;
 

@@ -74,12 +74,12 @@ impl OperatorArgs {
             namespace: self.namespace.clone(),
             concurrency: self.concurrency,
             reconcile_timeout: Duration::from_secs(self.reconcile_timeout_secs),
-            plugin_sources: crate::source::FetchSettings {
+            plugin_sources: crate::binding::source::FetchSettings {
                 cache_dir: self
                     .plugin_cache_dir
                     .clone()
-                    .or(crate::source::FetchSettings::default().cache_dir),
-                ..crate::source::FetchSettings::default()
+                    .or(crate::binding::source::FetchSettings::default().cache_dir),
+                ..crate::binding::source::FetchSettings::default()
             },
             ..OperatorOptions::default()
         }
@@ -366,10 +366,13 @@ async fn operate(
     let (policies_stop, policies_stopped) = tokio::sync::oneshot::channel::<()>();
     let policy_metrics = Arc::new(crate::policy::PolicyMetrics::default());
     metrics.register(|registry| policy_metrics.register(registry));
+    // Policies have call slots of their own: reconciles that sleep to
+    // their deadline on every slot never make a webhook wait.
     options.policies = super::webhook::start_policies(
         &client,
-        &runtime,
+        &runtime.with_own_slots(),
         &args.namespace,
+        options.plugin_sources.clone(),
         &args.webhook,
         local,
         policy_metrics,

@@ -1,16 +1,16 @@
 //! `gantry plugin run|bench|build`: the plugin author's local loop.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use gantry_sdk::{Request, Response, Trigger};
 use serde::Serialize;
 
+use super::component::component;
 use super::exit;
-use super::input::{read_object, read_objects, read_value};
+use crate::manifest::{read_object, read_objects, read_value};
 use crate::runtime::{CallError, Limits, ReconcilerPlugin};
 use crate::toolchain::{self, BuildOptions};
 
@@ -197,13 +197,13 @@ fn is_component(bytes: &[u8]) -> bool {
 }
 
 fn push(args: &PushArgs) -> ExitCode {
-    let source = crate::source::SourceSpec {
+    let source = crate::binding::source::SourceSpec {
         url: None,
         oci: Some(args.reference.clone()),
         insecure: args.insecure,
     };
     let (reference, insecure) = match source.check(false) {
-        Ok(crate::source::PluginSource::Oci {
+        Ok(crate::binding::source::PluginSource::Oci {
             reference,
             insecure,
         }) => (reference, insecure),
@@ -234,8 +234,8 @@ fn push(args: &PushArgs) -> ExitCode {
         Err(e) => return fail(exit::OTHER, &e),
     };
     let size = bytes.len();
-    let settings = crate::source::FetchSettings::default();
-    match runtime.block_on(crate::source::oci::push(
+    let settings = crate::binding::source::FetchSettings::default();
+    match runtime.block_on(crate::binding::source::oci::push(
         bytes, &reference, insecure, &settings,
     )) {
         Ok(pushed) => {
@@ -294,52 +294,6 @@ impl CallArgs {
         request.trigger = Trigger::ParentChanged;
         Ok(request)
     }
-}
-
-/// Pull the component of an `oci://` reference (through the plugin cache).
-fn pull(reference: &str) -> anyhow::Result<(String, Vec<u8>)> {
-    let source = crate::source::SourceSpec {
-        url: None,
-        oci: Some(reference.to_string()),
-        insecure: false,
-    }
-    .check(false)
-    .map_err(|(_, message)| anyhow::anyhow!(message))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let fetched = runtime.block_on(crate::source::Fetcher::default().fetch(&source, None))?;
-    eprintln!(
-        "pulled {} (sha256 {})",
-        fetched.resolved.as_deref().unwrap_or(reference),
-        fetched.digest
-    );
-    let name = reference
-        .rsplit('/')
-        .next()
-        .and_then(|last| last.split([':', '@']).next())
-        .unwrap_or("plugin")
-        .to_string();
-    Ok((name, fetched.bytes))
-}
-
-/// The component bytes and a display name: `path` itself, the component
-/// built from the source directory at `path`, or pulled from `oci://…`.
-fn component(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
-    if let Some(reference) = path.to_str().filter(|p| p.starts_with("oci://")) {
-        return pull(reference);
-    }
-    let file = if path.is_dir() {
-        toolchain::build_any(path, &BuildOptions::default())?
-    } else {
-        path.to_path_buf()
-    };
-    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-    let name = file
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "plugin".into());
-    Ok((name, bytes))
 }
 
 /// Load the plugin; Err is the exit code to return.

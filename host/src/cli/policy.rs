@@ -1,22 +1,21 @@
 //! `gantry policy run|bench`: the policy author's local loop, like
 //! `kwctl run` and `kwctl bench`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use gantry_sdk::AdmissionRequest;
 use serde_json::Value;
 
+use super::component::component;
 use super::exit;
-use super::input::{read_object, read_value};
+use crate::manifest::{read_object, read_value};
 use crate::policy::binding::{Mode, PolicySpec, parse_spec};
 use crate::policy::review;
 use crate::runtime::{CallError, Limits, PolicyPlugin};
-use crate::toolchain::{self, BuildOptions};
 
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
@@ -29,7 +28,8 @@ pub enum PolicyCommand {
 /// The policy and its input, shared by `run` and `bench`.
 #[derive(Debug, Args)]
 pub struct CallArgs {
-    /// The component (.wasm), or a policy crate directory to build first.
+    /// The component (.wasm), a policy crate directory to build first, or
+    /// an `oci://` artifact to pull.
     #[arg(long)]
     plugin: PathBuf,
     /// An AdmissionReview with a `request` (YAML or JSON); a bare request
@@ -100,22 +100,6 @@ fn call_failed(error: &CallError) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// The component bytes and a name: `path` itself, or the component built
-/// from the crate at `path`.
-fn component(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
-    let file = if path.is_dir() {
-        toolchain::build_any(path, &BuildOptions::default())?
-    } else {
-        path.to_path_buf()
-    };
-    let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-    let name = file
-        .file_stem()
-        .map(|s| s.to_string_lossy().replace('_', "-").to_lowercase())
-        .unwrap_or_else(|| "policy".into());
-    Ok((name, bytes))
-}
-
 struct Loaded {
     plugin: Arc<PolicyPlugin>,
     spec: PolicySpec,
@@ -163,6 +147,8 @@ fn load(args: &CallArgs) -> Result<Loaded, ExitCode> {
         None => Value::Null,
     };
     let (name, bytes) = component(&args.plugin).map_err(|e| fail(exit::OTHER, &e))?;
+    // The policy is named after its file: made a DNS label.
+    let name = name.replace('_', "-").to_lowercase();
     let spec = args
         .spec(&name, settings)
         .map_err(|e| fail(exit::OTHER, &e))?;

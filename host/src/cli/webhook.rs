@@ -82,15 +82,17 @@ fn url_host(url: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_string())
 }
 
-/// Start the policy manager over the bindings in `namespace`, and as
-/// `args` (and `local`, for `gantry dev`) say the webhook server and the
-/// configuration sync; all stop when `shutdown` completes. Evaluations
-/// are counted in `metrics`. Returns the policies in service, for the
-/// guardrails.
+/// Start the policy manager over the bindings in `namespace` (remote
+/// policies fetched as `sources` say), and as `args` (and `local`, for
+/// `gantry dev`) say the webhook server and the configuration sync; all
+/// stop when `shutdown` completes. Evaluations are counted in `metrics`.
+/// Returns the policies in service, for the guardrails.
+#[allow(clippy::too_many_arguments)] // each is a separate setting of the operator
 pub async fn start_policies(
     client: &kube::Client,
     runtime: &Runtime,
     namespace: &str,
+    sources: crate::binding::source::FetchSettings,
     args: &WebhookArgs,
     local: bool,
     metrics: std::sync::Arc<PolicyMetrics>,
@@ -112,7 +114,8 @@ pub async fn start_policies(
         let stop = stopped(stop_rx.clone());
         tokio::spawn(async move {
             if let Err(e) =
-                manager::run_policy_manager(client, runtime, &namespace, policies, stop).await
+                manager::run_policy_manager(client, runtime, &namespace, policies, sources, stop)
+                    .await
             {
                 tracing::error!(error = %e, "the policy manager stopped");
             }

@@ -36,8 +36,58 @@ fn owner_reference(ctx: &BindingContext, parent: &DynamicObject) -> Value {
     })
 }
 
+/// A desired child as it will be applied: computed once per reconcile,
+/// judged by the guardrail policies and applied as is.
+#[derive(Debug, Clone)]
+pub struct Intent {
+    /// The child the plugin asked for.
+    pub child: DesiredChild,
+    /// Its kind, as an index into the binding's children.
+    pub kind: usize,
+    /// The object to apply: the child with the owner reference and the
+    /// binding label set.
+    pub object: Value,
+}
+
+impl Intent {
+    /// The child as the cache has it now, if it does.
+    pub fn cached(&self, ctx: &BindingContext) -> Option<std::sync::Arc<DynamicObject>> {
+        let kind = &ctx.children[self.kind];
+        let reference = ObjectRef::new_with(&self.child.name, kind.info.resource.clone());
+        let reference = match &self.child.namespace {
+            Some(ns) => reference.within(ns),
+            None => reference,
+        };
+        kind.store.get(&reference)
+    }
+}
+
+/// The intents of `desired`, children of `parent` (guardrails passed them,
+/// so every kind is declared).
+pub fn intents(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    desired: Vec<DesiredChild>,
+) -> Vec<Intent> {
+    desired
+        .into_iter()
+        .filter_map(|child| {
+            let kind = ctx
+                .children
+                .iter()
+                .position(|c| c.info.kind == child.kind)?;
+            let object = intent(ctx, parent, &child);
+            Some(Intent {
+                child,
+                kind,
+                object,
+            })
+        })
+        .collect()
+}
+
 /// `child.object` with the owner reference and the binding label set.
-pub(crate) fn intent(ctx: &BindingContext, parent: &DynamicObject, child: &DesiredChild) -> Value {
+fn intent(ctx: &BindingContext, parent: &DynamicObject, child: &DesiredChild) -> Value {
     let mut object = child.object.clone();
     let meta = object
         .as_object_mut()
@@ -52,50 +102,75 @@ pub(crate) fn intent(ctx: &BindingContext, parent: &DynamicObject, child: &Desir
     object
 }
 
-/// Apply every desired child of `parent`.
+/// What to do with one intent, from the cache and the ledger alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Ours, applied with this intent last time, and the live object
+    /// still shows it: no write.
+    Skip,
+    /// Ours: apply.
+    Apply,
+    /// Not in the (label-filtered) cache: read it first, since it may exist
+    /// without our label and then is not ours to change.
+    LookUp,
+    /// In the cache but controlled by another parent or binding: refuse.
+    NotOurs,
+}
+
+/// The step for an intent `object` of binding `binding` and the parent
+/// with `uid`: `live` is the cached child and its JSON, `applied_before`
+/// whether the ledger has this intent as the last one applied.
+pub fn step(
+    live: Option<(&DynamicObject, &Value)>,
+    binding: &str,
+    uid: &str,
+    applied_before: bool,
+    object: &Value,
+) -> Step {
+    match live {
+        None => Step::LookUp,
+        Some((live, _)) if !is_our_child(live, binding, uid) => Step::NotOurs,
+        Some((_, json)) if applied_before && reflects(json, object) => Step::Skip,
+        Some(_) => Step::Apply,
+    }
+}
+
+/// Apply every intent of `parent`.
 pub async fn apply_children(
     ctx: &BindingContext,
     parent: &DynamicObject,
-    desired: &[DesiredChild],
+    intents: &[Intent],
 ) -> Result<ApplyStats, ReconcileError> {
     let uid = parent.uid().unwrap_or_default();
     let parent_key = object_key(parent);
     let manager = ctx.spec.field_manager();
     let mut stats = ApplyStats::default();
-    for child in desired {
-        let kind = ctx
-            .children
-            .iter()
-            .find(|c| c.info.kind == child.kind)
-            .expect("guardrails only pass declared kinds");
+    for intent in intents {
+        let (child, object) = (&intent.child, &intent.object);
+        let kind = &ctx.children[intent.kind];
         let key: ChildKey = (
             child.kind.clone(),
             child.namespace.clone(),
             child.name.clone(),
         );
-        let object = intent(ctx, parent, child);
-        let print = fingerprint(&object);
+        let print = fingerprint(object);
         let api = kind.info.api(&ctx.client, child.namespace.as_deref());
-
-        let reference = ObjectRef::new_with(&child.name, kind.info.resource.clone());
-        let reference = match &child.namespace {
-            Some(ns) => reference.within(ns),
-            None => reference,
-        };
-        let cached = kind.store.get(&reference);
-        match &cached {
-            Some(live) => {
-                if !is_our_child(live, &ctx.name, &uid) {
-                    return Err(not_ours(child, live));
-                }
-                let unchanged =
-                    ctx.with_state(&parent_key, |s| s.applied.get(&key) == Some(&print));
-                if unchanged && reflects(&kind.info.to_json(live), &object) {
-                    stats.skipped += 1;
-                    continue;
-                }
+        let cached = intent.cached(ctx);
+        let live = cached
+            .as_deref()
+            .map(|live| (live, kind.info.to_json(live)));
+        let applied_before = ctx.with_state(&parent_key, |s| s.applied_as(&key, print));
+        let live = live.as_ref().map(|(object, json)| (*object, json));
+        match step(live, &ctx.name, &uid, applied_before, object) {
+            Step::Skip => {
+                stats.skipped += 1;
+                continue;
             }
-            None => {
+            Step::NotOurs => {
+                let live = cached.as_deref().expect("only a cached child is not ours");
+                return Err(not_ours(child, live));
+            }
+            Step::LookUp => {
                 // Not in our (label-filtered) cache: it may still exist
                 // without our label, and then it is not ours to change.
                 if let Some(existing) = api
@@ -107,11 +182,12 @@ pub async fn apply_children(
                     return Err(not_ours(child, &existing));
                 }
             }
+            Step::Apply => {}
         }
         api.patch(
             &child.name,
             &PatchParams::apply(&manager).force(),
-            &Patch::Apply(&object),
+            &Patch::Apply(object),
         )
         .instrument(tracing::info_span!("apply", child = %child.display()))
         .await
@@ -119,7 +195,7 @@ pub async fn apply_children(
             child: child.display(),
             source: e,
         })?;
-        ctx.with_state(&parent_key, |s| s.applied.insert(key, print));
+        ctx.with_state(&parent_key, |s| s.record_applied(key, print));
         stats.applied += 1;
     }
     Ok(stats)
@@ -141,13 +217,14 @@ fn not_ours(child: &DesiredChild, live: &DynamicObject) -> ReconcileError {
 pub async fn prune_children(
     ctx: &BindingContext,
     parent: &DynamicObject,
-    desired: &[DesiredChild],
+    intents: &[Intent],
 ) -> Result<usize, ReconcileError> {
     let uid = parent.uid().unwrap_or_default();
     // Kinds are told apart by group and kind: `v1 ConfigMap` and a custom
     // `ConfigMap` of another group are different children.
-    let wanted: HashSet<(&str, &str, Option<&str>, &str)> = desired
+    let wanted: HashSet<(&str, &str, Option<&str>, &str)> = intents
         .iter()
+        .map(|i| &i.child)
         .map(|d| {
             (
                 d.kind.group(),
@@ -189,10 +266,76 @@ pub async fn prune_children(
             Err(e) => return Err(ReconcileError::Kube(e)),
         }
         let parent_key = object_key(parent);
-        ctx.with_state(&parent_key, |s| {
-            s.applied
-                .remove(&(kind.kind.clone(), namespace.clone(), name.clone()))
-        });
+        let key: ChildKey = (kind.kind.clone(), namespace.clone(), name.clone());
+        ctx.with_state(&parent_key, |s| s.forget_applied(&key));
     }
     Ok(pruned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn child(binding: &str, owner_uid: &str, data: Value) -> (DynamicObject, Value) {
+        let json = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {
+                "name": "c", "namespace": "default",
+                "labels": {CHILD_LABEL: binding},
+                "ownerReferences": [{"apiVersion": "example.com/v1", "kind": "Widget", "name": "w",
+                                     "uid": owner_uid, "controller": true}],
+            },
+            "data": data,
+        });
+        (serde_json::from_value(json.clone()).unwrap(), json)
+    }
+
+    #[test]
+    fn an_unchanged_child_still_shown_live_is_skipped() {
+        let (live, json) = child("widgets", "u1", json!({"a": "1"}));
+        let intent = json!({"metadata": {"name": "c"}, "data": {"a": "1"}});
+        assert_eq!(
+            step(Some((&live, &json)), "widgets", "u1", true, &intent),
+            Step::Skip
+        );
+        // Not applied with this intent before (a restart, or a new intent): applied.
+        assert_eq!(
+            step(Some((&live, &json)), "widgets", "u1", false, &intent),
+            Step::Apply
+        );
+        // Someone changed it since: applied again.
+        let drifted = json!({"metadata": {"name": "c"}, "data": {"a": "2"}});
+        assert_eq!(
+            step(Some((&live, &json)), "widgets", "u1", true, &drifted),
+            Step::Apply
+        );
+    }
+
+    #[test]
+    fn a_child_of_another_parent_or_binding_is_not_ours() {
+        let intent = json!({"metadata": {"name": "c"}});
+        let (other_parent, json) = child("widgets", "u2", json!({}));
+        assert_eq!(
+            step(
+                Some((&other_parent, &json)),
+                "widgets",
+                "u1",
+                false,
+                &intent
+            ),
+            Step::NotOurs
+        );
+        let (other_binding, json) = child("gadgets", "u1", json!({}));
+        assert_eq!(
+            step(
+                Some((&other_binding, &json)),
+                "widgets",
+                "u1",
+                true,
+                &intent
+            ),
+            Step::NotOurs
+        );
+        assert_eq!(step(None, "widgets", "u1", true, &intent), Step::LookUp);
+    }
 }

@@ -2,8 +2,6 @@
 //! what it reads, and the plugin itself, as held by a ConfigMap labelled
 //! `gantry.dev/plugin`.
 
-use std::collections::BTreeMap;
-use std::io::Read;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -12,8 +10,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
+pub use crate::binding::LimitsSpec;
+use crate::binding::envelope::{self, Component, EnvelopeError, PluginBytes};
+pub use crate::binding::envelope::{MAX_PLUGIN_BYTES, PLUGIN_KEY, PLUGIN_ZSTD_KEY, is_sha256_hex};
+use crate::binding::source::SourceSpec;
 use crate::runtime::Limits;
-use crate::source::{Fetched, PluginSource, SourceSpec};
 
 /// Label that marks a ConfigMap as a plugin binding.
 pub const BINDING_LABEL: &str = "gantry.dev/plugin";
@@ -26,12 +27,6 @@ pub const DIGEST_ANNOTATION: &str = "gantry.dev/plugin-digest";
 pub const SOURCE_ANNOTATION: &str = "gantry.dev/plugin-source";
 /// Key of the binding document in the ConfigMap's `data`.
 pub const BINDING_KEY: &str = "binding.yaml";
-/// Key of the raw component in `binaryData`.
-pub const PLUGIN_KEY: &str = "plugin.wasm";
-/// Key of the zstd-compressed component in `binaryData`.
-pub const PLUGIN_ZSTD_KEY: &str = "plugin.wasm.zst";
-/// Largest component accepted after decompression.
-pub const MAX_PLUGIN_BYTES: usize = 64 << 20;
 
 /// A kind, as `apiVersion` and `kind`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -96,21 +91,6 @@ impl RelatedSpec {
     }
 }
 
-/// Limits as written in a binding; absent fields keep the defaults.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LimitsSpec {
-    /// Call deadline, milliseconds.
-    pub deadline_ms: Option<u64>,
-    /// Memory cap, MiB.
-    #[serde(rename = "memoryMiB")]
-    pub memory_mib: Option<usize>,
-    /// Response size cap, bytes.
-    pub output_bytes: Option<usize>,
-    /// Most children per response.
-    pub max_children: Option<usize>,
-}
-
 /// The `binding.yaml` document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -159,21 +139,7 @@ fn default_resync() -> u64 {
 impl BindingSpec {
     /// The call limits: the binding's, defaults elsewhere.
     pub fn call_limits(&self) -> Limits {
-        let defaults = Limits::default();
-        Limits {
-            deadline: self
-                .limits
-                .deadline_ms
-                .map(Duration::from_millis)
-                .unwrap_or(defaults.deadline),
-            memory_bytes: self
-                .limits
-                .memory_mib
-                .map(|m| m << 20)
-                .unwrap_or(defaults.memory_bytes),
-            output_bytes: self.limits.output_bytes.unwrap_or(defaults.output_bytes),
-            max_children: self.limits.max_children.unwrap_or(defaults.max_children),
-        }
+        self.limits.call_limits()
     }
 
     /// Resync period.
@@ -211,9 +177,9 @@ impl BindingSpec {
 /// Why a binding ConfigMap was refused.
 #[derive(Debug, Error, PartialEq)]
 pub enum BindingError {
-    /// No `binding.yaml` key.
-    #[error("ConfigMap has no data key {BINDING_KEY}")]
-    MissingSpec,
+    /// The envelope (document key, component, pin) is wrong.
+    #[error(transparent)]
+    Envelope(#[from] EnvelopeError),
     /// `binding.yaml` does not parse or has unknown fields.
     #[error("{BINDING_KEY} is invalid: {0}")]
     InvalidSpec(String),
@@ -225,61 +191,15 @@ pub enum BindingError {
         /// What is wrong.
         message: String,
     },
-    /// No plugin bytes.
-    #[error("ConfigMap has no binaryData key {PLUGIN_KEY} or {PLUGIN_ZSTD_KEY}")]
-    MissingPlugin,
-    /// Both plugin keys are set.
-    #[error("ConfigMap has both {PLUGIN_KEY} and {PLUGIN_ZSTD_KEY}; keep one")]
-    AmbiguousPlugin,
-    /// `source` is set and `binaryData` carries a plugin too.
-    #[error("{BINDING_KEY} has a source and binaryData has a plugin; keep one")]
-    SourceAndInline,
-    /// The compressed plugin does not decompress, or is too large.
-    #[error("{PLUGIN_ZSTD_KEY}: {0}")]
-    Decompress(String),
-    /// The plugin's sha256 differs from the pin.
-    #[error("plugin sha256 is {actual}, but the binding pins {expected}")]
-    DigestMismatch {
-        /// Pinned.
-        expected: String,
-        /// Computed.
-        actual: String,
-    },
 }
 
-/// A binding read from its ConfigMap: the spec and the component bytes.
+/// A binding read from its ConfigMap: the spec and the component.
 #[derive(Debug, Clone)]
 pub struct Binding {
     /// The parsed spec.
     pub spec: BindingSpec,
-    /// The component (decompressed).
-    pub plugin: Vec<u8>,
-    /// sha256 of `plugin`.
-    pub digest: String,
-    /// Where a fetched component came from (an OCI tag resolved to its
-    /// digest); `None` when inline.
-    pub source: Option<String>,
-}
-
-impl Binding {
-    /// A binding whose component was fetched from its source.
-    pub fn fetched(spec: BindingSpec, fetched: Fetched, source: &PluginSource) -> Binding {
-        Binding {
-            spec,
-            plugin: fetched.bytes,
-            digest: fetched.digest,
-            source: Some(fetched.resolved.unwrap_or_else(|| source.to_string())),
-        }
-    }
-}
-
-/// Where a binding's component is.
-#[derive(Debug, Clone)]
-pub enum Plugin {
-    /// In the ConfigMap's `binaryData` (decompressed and checked).
-    Inline(Binding),
-    /// To be fetched from a URL or registry.
-    Remote(BindingSpec, PluginSource),
+    /// The component.
+    pub plugin: PluginBytes,
 }
 
 fn field(field: &str, message: impl Into<String>) -> BindingError {
@@ -384,118 +304,35 @@ pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
     if spec.resync_seconds == 0 {
         return Err(field("resyncSeconds", "must be at least 1"));
     }
-    let limits = &spec.limits;
-    if limits.deadline_ms == Some(0) || limits.deadline_ms.is_some_and(|d| d > 60_000) {
-        return Err(field("limits.deadlineMs", "must be between 1 and 60000"));
-    }
-    if limits.memory_mib == Some(0) || limits.memory_mib.is_some_and(|m| m > 512) {
-        return Err(field("limits.memoryMiB", "must be between 1 and 512"));
-    }
+    spec.limits
+        .check()
+        .map_err(|(path, message)| field(&path, message))?;
     if let Some(sha) = &spec.sha256
         && !is_sha256_hex(sha)
     {
         return Err(field("sha256", "must be 64 lowercase hex digits"));
     }
-    if let Some(source) = &spec.source {
-        source
-            .check(spec.sha256.is_some())
-            .map_err(|(path, message)| field(&path, message))?;
-    }
+    envelope::check_source(spec.source.as_ref(), spec.sha256.is_some())
+        .map_err(|(path, message)| field(&path, message))?;
     Ok(spec)
 }
 
-fn decompress(bytes: &[u8]) -> Result<Vec<u8>, BindingError> {
-    let decoder = zstd::stream::read::Decoder::new(bytes)
-        .map_err(|e| BindingError::Decompress(e.to_string()))?;
-    let mut out = Vec::new();
-    // Read one byte past the cap to tell "exactly at the cap" from "over".
-    decoder
-        .take(MAX_PLUGIN_BYTES as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| BindingError::Decompress(e.to_string()))?;
-    if out.len() > MAX_PLUGIN_BYTES {
-        return Err(BindingError::Decompress(format!(
-            "decompresses to more than {MAX_PLUGIN_BYTES} bytes"
-        )));
-    }
-    Ok(out)
-}
-
-/// Read a binding from its ConfigMap: the spec and, for an inline plugin,
-/// its bytes with the digest checked; for a remote one, its source.
-pub fn read_config_map(cm: &ConfigMap) -> Result<Plugin, BindingError> {
-    let text = cm
-        .data
-        .as_ref()
-        .and_then(|d| d.get(BINDING_KEY))
-        .ok_or(BindingError::MissingSpec)?;
-    let spec = parse_spec(text)?;
-    if let Some(source) = &spec.source {
-        let inline = cm
-            .binary_data
-            .as_ref()
-            .is_some_and(|b| b.contains_key(PLUGIN_KEY) || b.contains_key(PLUGIN_ZSTD_KEY));
-        if inline {
-            return Err(BindingError::SourceAndInline);
-        }
-        let source = source
-            .check(spec.sha256.is_some())
-            .map_err(|(path, message)| field(&path, message))?;
-        return Ok(Plugin::Remote(spec, source));
-    }
-    let (plugin, digest) = plugin_from_config_map(cm, spec.sha256.as_deref())?;
-    Ok(Plugin::Inline(Binding {
-        spec,
-        plugin,
-        digest,
-        source: None,
-    }))
+/// Read a binding from its ConfigMap: the spec and where its component is
+/// (inline, decompressed and checked against the pin; or its source).
+pub fn read_config_map(cm: &ConfigMap) -> Result<(BindingSpec, Component), BindingError> {
+    let spec = parse_spec(envelope::document(cm, BINDING_KEY)?)?;
+    let source = envelope::check_source(spec.source.as_ref(), spec.sha256.is_some())
+        .map_err(|(path, message)| field(&path, message))?;
+    let component = envelope::component(cm, BINDING_KEY, source, spec.sha256.as_deref())?;
+    Ok((spec, component))
 }
 
 /// Read a binding whose plugin is inline in the ConfigMap.
 pub fn from_config_map(cm: &ConfigMap) -> Result<Binding, BindingError> {
     match read_config_map(cm)? {
-        Plugin::Inline(binding) => Ok(binding),
-        Plugin::Remote(..) => Err(BindingError::InvalidField {
-            field: "source".into(),
-            message: "the plugin must be fetched first".into(),
-        }),
+        (spec, Component::Inline(plugin)) => Ok(Binding { spec, plugin }),
+        (_, Component::Remote(_)) => Err(field("source", "the plugin must be fetched first")),
     }
-}
-
-/// The component a ConfigMap carries in `binaryData` (raw, or
-/// zstd-compressed), and its sha256, checked against `pin` when given.
-/// Shared by reconcile bindings and policy bindings.
-pub fn plugin_from_config_map(
-    cm: &ConfigMap,
-    pin: Option<&str>,
-) -> Result<(Vec<u8>, String), BindingError> {
-    let empty = BTreeMap::new();
-    let binary = cm.binary_data.as_ref().unwrap_or(&empty);
-    let plugin = match (binary.get(PLUGIN_KEY), binary.get(PLUGIN_ZSTD_KEY)) {
-        (Some(_), Some(_)) => return Err(BindingError::AmbiguousPlugin),
-        (Some(raw), None) => raw.0.clone(),
-        (None, Some(compressed)) => decompress(&compressed.0)?,
-        (None, None) => return Err(BindingError::MissingPlugin),
-    };
-    let digest = crate::runtime::digest(&plugin);
-    if let Some(expected) = pin
-        && expected != digest
-    {
-        return Err(BindingError::DigestMismatch {
-            expected: expected.to_string(),
-            actual: digest,
-        });
-    }
-    Ok((plugin, digest))
-}
-
-/// Whether `sha` is written as a pin must be: 64 lowercase hex digits.
-pub fn is_sha256_hex(sha: &str) -> bool {
-    sha.len() == 64
-        && sha
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 #[cfg(test)]
@@ -503,6 +340,7 @@ mod tests {
     use k8s_openapi::ByteString;
 
     use super::*;
+    use crate::binding::source::PluginSource;
 
     const SPEC: &str = "name: memcached\nparent: {apiVersion: cache.example.com/v1alpha1, kind: Memcached}\nchildren:\n- {apiVersion: apps/v1, kind: Deployment}\n";
 
@@ -586,18 +424,21 @@ mod tests {
         let digest = crate::runtime::digest(&bytes);
         let raw = from_config_map(&config_map(SPEC, PLUGIN_KEY, bytes.clone())).unwrap();
         assert_eq!(
-            (raw.plugin.clone(), raw.digest.clone()),
+            (raw.plugin.bytes.clone(), raw.plugin.digest.clone()),
             (bytes.clone(), digest.clone())
         );
 
         let compressed = zstd::encode_all(&bytes[..], 3).unwrap();
         let pinned = format!("{SPEC}sha256: {digest}\n");
         let zst = from_config_map(&config_map(&pinned, PLUGIN_ZSTD_KEY, compressed)).unwrap();
-        assert_eq!(zst.plugin, bytes);
+        assert_eq!(zst.plugin.bytes, bytes);
 
         let wrong = format!("{SPEC}sha256: {}\n", "0".repeat(64));
         let err = from_config_map(&config_map(&wrong, PLUGIN_KEY, bytes)).unwrap_err();
-        assert!(matches!(err, BindingError::DigestMismatch { .. }));
+        assert!(matches!(
+            err,
+            BindingError::Envelope(EnvelopeError::DigestMismatch { .. })
+        ));
     }
 
     #[test]
@@ -611,7 +452,7 @@ mod tests {
             ..ConfigMap::default()
         };
         match read_config_map(&cm).unwrap() {
-            Plugin::Remote(spec, PluginSource::Url { url, insecure }) => {
+            (spec, Component::Remote(PluginSource::Url { url, insecure })) => {
                 assert_eq!(url, "https://plugins.example.com/m.wasm");
                 assert!(!insecure);
                 assert_eq!(spec.sha256.as_deref(), Some(pin.as_str()));
@@ -621,7 +462,7 @@ mod tests {
         let both = config_map(&url, PLUGIN_KEY, vec![1]);
         assert_eq!(
             read_config_map(&both).unwrap_err(),
-            BindingError::SourceAndInline
+            BindingError::Envelope(EnvelopeError::SourceAndInline(BINDING_KEY))
         );
         let cases = [
             (
@@ -654,30 +495,17 @@ mod tests {
     }
 
     #[test]
-    fn refuses_missing_ambiguous_and_bomb_plugins() {
+    fn refuses_missing_documents_and_plugins() {
         let mut cm = config_map(SPEC, PLUGIN_KEY, vec![1]);
-        cm.binary_data
-            .as_mut()
-            .unwrap()
-            .insert(PLUGIN_ZSTD_KEY.into(), ByteString(vec![2]));
-        assert_eq!(
-            from_config_map(&cm).unwrap_err(),
-            BindingError::AmbiguousPlugin
-        );
         cm.binary_data = None;
         assert_eq!(
             from_config_map(&cm).unwrap_err(),
-            BindingError::MissingPlugin
+            BindingError::Envelope(EnvelopeError::MissingPlugin)
         );
         cm.data = None;
-        assert_eq!(from_config_map(&cm).unwrap_err(), BindingError::MissingSpec);
-
-        let bomb = zstd::encode_all(&vec![0u8; MAX_PLUGIN_BYTES + 1][..], 19).unwrap();
-        assert!(bomb.len() < 1 << 20, "the bomb fits in a ConfigMap");
-        let err = from_config_map(&config_map(SPEC, PLUGIN_ZSTD_KEY, bomb)).unwrap_err();
-        assert!(err.to_string().contains("more than"), "{err}");
-        let err =
-            from_config_map(&config_map(SPEC, PLUGIN_ZSTD_KEY, b"not zstd".to_vec())).unwrap_err();
-        assert!(matches!(err, BindingError::Decompress(_)));
+        assert_eq!(
+            from_config_map(&cm).unwrap_err().to_string(),
+            "ConfigMap has no data key binding.yaml"
+        );
     }
 }

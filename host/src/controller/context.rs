@@ -186,30 +186,7 @@ pub struct Current {
     pub spec: Arc<BindingSpec>,
 }
 
-/// Identity of a child: kind, namespace, name.
-pub type ChildKey = (KindRef, Option<String>, String);
-
-/// Bookkeeping per parent.
-#[derive(Default)]
-pub struct ParentState {
-    /// resourceVersions of the parent that are not news: the one of the
-    /// last reconcile, and those our own writes produced since.
-    seen: Vec<String>,
-    /// Digest of the plugin at the last reconcile.
-    digest: Option<String>,
-    /// A child or related object changed since.
-    pending: Option<Trigger>,
-    /// The plugin asked to be called again.
-    requeue_requested: bool,
-    /// Consecutive failures, for backoff.
-    pub failures: u32,
-    /// Fingerprints of the children last applied successfully.
-    pub applied: HashMap<ChildKey, u64>,
-    /// Fingerprint of the status last applied successfully.
-    pub status: Option<u64>,
-    /// The plugin's part of the status last applied.
-    pub plugin_status: Option<Value>,
-}
+pub use super::ledger::{ChildKey, ParentState};
 
 /// Everything one binding's controller shares.
 pub struct BindingContext {
@@ -332,58 +309,26 @@ impl BindingContext {
     /// Of several changes before the next reconcile, a related object's
     /// wins over a child's: children change after every apply of ours.
     pub fn note_trigger(&self, parent_key: &str, trigger: Trigger) {
-        self.with_state(parent_key, |s| {
-            let replaces = matches!(
-                (&s.pending, &trigger),
-                (None, _) | (Some(Trigger::ChildChanged(_)), Trigger::RelatedChanged(_))
-            );
-            if replaces {
-                s.pending = Some(trigger);
-            }
-        });
+        self.with_state(parent_key, |s| s.note_trigger(trigger));
     }
 
     /// Why this reconcile of `parent` happens, and record it as seen.
     pub fn take_trigger(&self, parent: &DynamicObject, digest: &str) -> Trigger {
         let version = parent.metadata.resource_version.clone().unwrap_or_default();
-        self.with_state(&object_key(parent), |s| {
-            let trigger = if !s.seen.contains(&version) {
-                Trigger::ParentChanged
-            } else if let Some(pending) = s.pending.take() {
-                pending
-            } else if s.digest.as_deref().is_some_and(|d| d != digest) {
-                Trigger::PluginChanged
-            } else if s.requeue_requested {
-                Trigger::Requeue
-            } else {
-                Trigger::Resync
-            };
-            tracing::debug!(binding = %self.name, parent = %object_key(parent), %version, seen = ?s.seen, ?trigger, "reconcile trigger");
-            if !s.seen.contains(&version) {
-                s.seen = vec![version];
-            }
-            s.digest = Some(digest.to_string());
-            s.pending = None;
-            s.requeue_requested = false;
-            trigger
-        })
+        let trigger = self.with_state(&object_key(parent), |s| s.take_trigger(&version, digest));
+        tracing::debug!(binding = %self.name, parent = %object_key(parent), %version, ?trigger, "reconcile trigger");
+        trigger
     }
 
     /// Record the parent's resourceVersion after a write of our own, so the
     /// event it causes is not taken for a change of the parent.
     pub fn note_own_write(&self, key: &str, resource_version: Option<String>) {
-        self.with_state(key, |s| {
-            s.seen.extend(resource_version);
-            // A reconcile may still run on an older cached copy: keep a few.
-            if s.seen.len() > 4 {
-                s.seen.remove(0);
-            }
-        });
+        self.with_state(key, |s| s.note_own_write(resource_version));
     }
 
     /// Record that the plugin asked for a requeue.
     pub fn requested_requeue(&self, key: &str, requested: bool) {
-        self.with_state(key, |s| s.requeue_requested = requested);
+        self.with_state(key, |s| s.request_requeue(requested));
     }
 
     /// Children of the parent with `uid`, from the caches.

@@ -5,7 +5,7 @@
 
 use kube::ResourceExt;
 use kube::api::{DynamicObject, Patch, PatchParams};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::ReconcileError;
 use super::context::BindingContext;
@@ -15,14 +15,39 @@ pub fn has(parent: &DynamicObject, finalizer: &str) -> bool {
     parent.finalizers().iter().any(|f| f == finalizer)
 }
 
+/// The merge patch that sets `parent`'s finalizers to `finalizers`, on the
+/// condition that the parent is unchanged since it was read.
+pub fn patch(parent: &DynamicObject, finalizers: &[String]) -> Value {
+    json!({
+        "metadata": {"finalizers": finalizers, "resourceVersion": parent.resource_version()}
+    })
+}
+
+/// `parent`'s finalizers with `finalizer` added (once).
+pub fn with(parent: &DynamicObject, finalizer: &str) -> Vec<String> {
+    let mut finalizers = parent.finalizers().to_vec();
+    if !finalizers.iter().any(|f| f == finalizer) {
+        finalizers.push(finalizer.to_string());
+    }
+    finalizers
+}
+
+/// `parent`'s finalizers without `finalizer`; the others stay, in order.
+pub fn without(parent: &DynamicObject, finalizer: &str) -> Vec<String> {
+    parent
+        .finalizers()
+        .iter()
+        .filter(|f| *f != finalizer)
+        .cloned()
+        .collect()
+}
+
 async fn set(
     ctx: &BindingContext,
     parent: &DynamicObject,
     finalizers: Vec<String>,
 ) -> Result<(), ReconcileError> {
-    let patch = json!({
-        "metadata": {"finalizers": finalizers, "resourceVersion": parent.resource_version()}
-    });
+    let patch = patch(parent, &finalizers);
     ctx.parent
         .api(&ctx.client, parent.namespace().as_deref())
         .patch(
@@ -41,9 +66,7 @@ pub async fn add(
     parent: &DynamicObject,
     finalizer: &str,
 ) -> Result<(), ReconcileError> {
-    let mut finalizers = parent.finalizers().to_vec();
-    finalizers.push(finalizer.to_string());
-    set(ctx, parent, finalizers).await
+    set(ctx, parent, with(parent, finalizer)).await
 }
 
 /// Remove `finalizer` from `parent`.
@@ -52,11 +75,41 @@ pub async fn remove(
     parent: &DynamicObject,
     finalizer: &str,
 ) -> Result<(), ReconcileError> {
-    let finalizers = parent
-        .finalizers()
-        .iter()
-        .filter(|f| *f != finalizer)
-        .cloned()
-        .collect();
-    set(ctx, parent, finalizers).await
+    set(ctx, parent, without(parent, finalizer)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parent(finalizers: &[&str]) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "resourceVersion": "42", "finalizers": finalizers},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_finalizer_is_added_once_and_removed_leaving_the_others() {
+        let ours = "gantry.dev/widgets";
+        let p = parent(&["example.com/keep"]);
+        assert!(!has(&p, ours));
+        assert_eq!(with(&p, ours), ["example.com/keep", ours]);
+        let p = parent(&["example.com/keep", ours]);
+        assert!(has(&p, ours));
+        assert_eq!(with(&p, ours), ["example.com/keep", ours]);
+        assert_eq!(without(&p, ours), ["example.com/keep"]);
+    }
+
+    #[test]
+    fn the_patch_is_conditional_on_the_version_read() {
+        let p = parent(&[]);
+        let patch = patch(&p, &["gantry.dev/widgets".to_string()]);
+        assert_eq!(patch["metadata"]["resourceVersion"], "42");
+        assert_eq!(
+            patch["metadata"]["finalizers"],
+            json!(["gantry.dev/widgets"])
+        );
+    }
 }

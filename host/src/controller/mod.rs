@@ -17,9 +17,9 @@ pub mod finalizer;
 pub mod guardrails;
 pub mod intent;
 pub mod leader;
+pub mod ledger;
 pub mod metrics;
 pub mod names;
-pub mod prepare;
 pub mod readiness;
 pub mod reconcile;
 pub mod shard;
@@ -64,7 +64,7 @@ pub struct OperatorOptions {
     /// Admission policies in service, for bindings' `guardrailPolicies`.
     pub policies: crate::policy::Policies,
     /// How remote plugins (`source: {url|oci}`) are downloaded and cached.
-    pub plugin_sources: crate::source::FetchSettings,
+    pub plugin_sources: crate::binding::source::FetchSettings,
 }
 
 impl Default for OperatorOptions {
@@ -80,7 +80,7 @@ impl Default for OperatorOptions {
             leading: None,
             readiness: Arc::default(),
             policies: crate::policy::Policies::default(),
-            plugin_sources: crate::source::FetchSettings::default(),
+            plugin_sources: crate::binding::source::FetchSettings::default(),
         }
     }
 }
@@ -181,6 +181,17 @@ impl ReconcileError {
             Self::Plugin(e) => e.retryable(),
             Self::Guardrails(_) | Self::NotOwned { .. } | Self::PolicyDenied(_) => false,
             _ => true,
+        }
+    }
+}
+
+impl From<crate::policy::guardrails::GuardrailError> for ReconcileError {
+    fn from(error: crate::policy::guardrails::GuardrailError) -> Self {
+        use crate::policy::guardrails::GuardrailError;
+        match error {
+            GuardrailError::Denied(denials) => Self::PolicyDenied(denials),
+            GuardrailError::Unavailable(missing) => Self::PolicyUnavailable(missing),
+            GuardrailError::Kube(e) => Self::Kube(e),
         }
     }
 }

@@ -11,10 +11,12 @@ use kube::runtime::events::{Event, EventType as KubeEventType};
 use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
-use super::context::{BindingContext, object_key};
+use super::apply::Intent;
+use super::context::{BindingContext, ParentState, object_key};
 use super::guardrails::{self, DesiredChild, Rules};
 use super::status::{self, Outcome};
 use super::{ReconcileError, apply, finalizer};
+use crate::policy::guardrails::{self as guardrail_policies, ChildIntent};
 
 /// Reconcile `parent`, bounded by the operator's per-reconcile timeout.
 pub async fn reconcile(
@@ -53,7 +55,7 @@ pub async fn reconcile(
         .metrics
         .record_reconcile(&ctx.name, started.elapsed(), result.is_ok());
     if result.is_ok() {
-        ctx.with_state(&object_key(&parent), |s| s.failures = 0);
+        ctx.with_state(&object_key(&parent), ParentState::succeeded);
     }
     result
 }
@@ -68,16 +70,22 @@ async fn reconcile_inner(
     let trigger = ctx.take_trigger(parent, current.plugin.digest());
     let deleting = parent.meta().deletion_timestamp.is_some();
     let finalizer_name = spec.finalizer();
-    let holds_finalizer = finalizer::has(parent, &finalizer_name);
-    if deleting && !(spec.finalize && holds_finalizer) {
-        // Garbage collection removes the children through their owner references.
-        ctx.forget(&key);
-        return Ok(Action::await_change());
-    }
-    if spec.finalize && !deleting && !holds_finalizer {
-        finalizer::add(ctx, parent, &finalizer_name).await?;
-        // The update triggers the next reconcile, which sees the finalizer.
-        return Ok(Action::await_change());
+    match entry(
+        deleting,
+        spec.finalize,
+        finalizer::has(parent, &finalizer_name),
+    ) {
+        Entry::Forget => {
+            // Garbage collection removes the children through their owner references.
+            ctx.forget(&key);
+            return Ok(Action::await_change());
+        }
+        Entry::AddFinalizer => {
+            finalizer::add(ctx, parent, &finalizer_name).await?;
+            // The update triggers the next reconcile, which sees the finalizer.
+            return Ok(Action::await_change());
+        }
+        Entry::CallPlugin => {}
     }
     if !ctx.caches_ready(Duration::from_secs(30)).await {
         return Err(ReconcileError::CachesNotReady);
@@ -140,12 +148,11 @@ async fn reconcile_inner(
             .await;
         }
     };
-    if let Err(error) =
-        crate::policy::guardrails::check(ctx, parent, &spec.guardrail_policies, &desired).await
-    {
+    let intents = apply::intents(ctx, parent, desired);
+    if let Err(error) = judge(ctx, &spec.guardrail_policies, &intents).await {
         return fail(ctx, parent, current.plugin.digest(), error).await;
     }
-    if let Err(error) = write_children(ctx, parent, &desired).await {
+    if let Err(error) = write_children(ctx, parent, &intents).await {
         return fail(ctx, parent, current.plugin.digest(), error).await;
     }
     publish_plugin_events(ctx, parent, &response).await;
@@ -176,6 +183,28 @@ async fn reconcile_inner(
         response.requeue_after,
         spec.resync(),
     )))
+}
+
+/// How a reconcile begins, from the parent's deletion and finalizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// The parent is going and the plugin has nothing to finalize: forget
+    /// it (garbage collection takes its children).
+    Forget,
+    /// A finalizing binding's parent without its finalizer: add it first.
+    AddFinalizer,
+    /// Call the plugin (with `finalizing` when the parent is going).
+    CallPlugin,
+}
+
+/// How the reconcile of a parent begins: `deleting` it, for a binding that
+/// `finalize`s or not, the parent holding its finalizer or not.
+pub fn entry(deleting: bool, finalize: bool, holds_finalizer: bool) -> Entry {
+    match (deleting, finalize && holds_finalizer) {
+        (true, false) => Entry::Forget,
+        (false, _) if finalize && !holds_finalizer => Entry::AddFinalizer,
+        _ => Entry::CallPlugin,
+    }
 }
 
 /// The soonest a plugin may ask to be called again: `requeue-after-ms: 0`
@@ -215,13 +244,49 @@ async fn check_guardrails(
     .unwrap_or_else(|e| Err(vec![format!("guardrail check failed: {e}")]))
 }
 
+/// Let the binding's guardrail policies judge the intents, as the API
+/// server's webhooks would judge their applies.
+async fn judge(
+    ctx: &BindingContext,
+    policies: &[String],
+    intents: &[Intent],
+) -> Result<(), ReconcileError> {
+    if policies.is_empty() {
+        return Ok(());
+    }
+    let children: Vec<ChildIntent<'_>> = intents
+        .iter()
+        .map(|intent| {
+            let info = &ctx.children[intent.kind].info;
+            ChildIntent {
+                resource: &info.resource,
+                namespaced: info.namespaced,
+                name: &intent.child.name,
+                namespace: intent.child.namespace.as_deref(),
+                display: intent.child.display(),
+                object: &intent.object,
+                old: intent.cached(ctx).map(|live| info.to_json(&live)),
+            }
+        })
+        .collect();
+    guardrail_policies::check(
+        &ctx.shared.options.policies,
+        &ctx.client,
+        &ctx.name,
+        policies,
+        &children,
+    )
+    .await
+    .map_err(ReconcileError::from)
+}
+
 async fn write_children(
     ctx: &BindingContext,
     parent: &DynamicObject,
-    desired: &[DesiredChild],
+    intents: &[Intent],
 ) -> Result<(), ReconcileError> {
-    let stats = apply::apply_children(ctx, parent, desired).await?;
-    let pruned = apply::prune_children(ctx, parent, desired)
+    let stats = apply::apply_children(ctx, parent, intents).await?;
+    let pruned = apply::prune_children(ctx, parent, intents)
         .instrument(tracing::info_span!("prune"))
         .await?;
     ctx.shared
@@ -255,7 +320,7 @@ async fn fail(
         }
     }
     publish(ctx, parent, KubeEventType::Warning, &reason, &message).await;
-    ctx.with_state(&object_key(parent), |s| s.failures += 1);
+    ctx.with_state(&object_key(parent), ParentState::failed);
     Err(error)
 }
 
@@ -322,7 +387,7 @@ pub fn error_policy(
     error: &ReconcileError,
     ctx: Arc<BindingContext>,
 ) -> Action {
-    let failures = ctx.with_state(&object_key(&parent), |s| s.failures.max(1));
+    let failures = ctx.with_state(&object_key(&parent), |s| s.failures());
     if !error.retryable() {
         return Action::requeue(ctx.current().spec.resync());
     }
@@ -338,4 +403,35 @@ pub fn backoff(options: &super::OperatorOptions, failures: u32) -> Duration {
         .saturating_mul(1 << exponent)
         .min(options.backoff_max);
     delay.mul_f64(0.8 + fastrand::f64() * 0.4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reconcile_begins_by_the_parents_deletion_and_finalizer() {
+        // Not finalizing: call the plugin, forget the parent when it goes.
+        assert_eq!(entry(false, false, false), Entry::CallPlugin);
+        assert_eq!(entry(true, false, false), Entry::Forget);
+        // Finalizing: the finalizer first, then the plugin, also while going.
+        assert_eq!(entry(false, true, false), Entry::AddFinalizer);
+        assert_eq!(entry(false, true, true), Entry::CallPlugin);
+        assert_eq!(entry(true, true, true), Entry::CallPlugin);
+        // Going without our finalizer (finalized already, or never had it).
+        assert_eq!(entry(true, true, false), Entry::Forget);
+        // A binding switched to finalize: false keeps calling the plugin.
+        assert_eq!(entry(false, false, true), Entry::CallPlugin);
+    }
+
+    #[test]
+    fn requeues_come_no_sooner_than_the_floor() {
+        let resync = Duration::from_secs(300);
+        assert_eq!(requeue_delay(None, resync), resync);
+        assert_eq!(requeue_delay(Some(Duration::ZERO), resync), MIN_REQUEUE);
+        assert_eq!(
+            requeue_delay(Some(Duration::from_secs(5)), resync),
+            Duration::from_secs(5)
+        );
+    }
 }

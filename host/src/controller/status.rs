@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::ReconcileError;
 use super::conditions::{self, SYNCED};
-use super::context::{BindingContext, object_key};
+use super::context::{BindingContext, ParentState, object_key};
 use super::intent::{fingerprint, reflects};
 
 /// Keys of `status` the host manages itself.
@@ -47,25 +47,37 @@ fn plugin_part(status: Option<&Value>) -> Value {
     Value::Object(part)
 }
 
-/// Write the status of `parent`, unless it would change nothing. Returns
-/// whether a write happened.
-pub async fn write_status(
-    ctx: &BindingContext,
+/// The status a reconcile wants on its parent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    /// The whole `status` to apply.
+    pub status: Value,
+    /// Its fingerprint, for the ledger.
+    pub print: u64,
+    /// The plugin's part of it, kept for reconciles that report none.
+    pub plugin_status: Value,
+    /// The last write of this status still stands: nothing to write.
+    pub unchanged: bool,
+}
+
+/// The status of `parent` for `outcome` of binding `binding`, given what
+/// `ledger` remembers and that it is `now`; no API call.
+pub fn plan(
+    binding: &str,
     parent: &DynamicObject,
     outcome: Outcome<'_>,
-) -> Result<bool, ReconcileError> {
-    if !ctx.parent.has_status {
-        return Ok(false);
-    }
-    let key = object_key(parent);
+    ledger: &ParentState,
+    now: &str,
+) -> Planned {
     let live = parent.data.get("status");
     let generation = parent.metadata.generation.unwrap_or(0);
     // Keep the plugin's last status when it reports none (or failed): SSA
     // would otherwise remove fields this manager stops sending.
     let plugin_status = match outcome.plugin_status {
         Some(status) => status,
-        None => ctx
-            .with_state(&key, |s| s.plugin_status.clone())
+        None => ledger
+            .plugin_status()
+            .cloned()
             .unwrap_or_else(|| plugin_part(live)),
     };
     let observed_generation = if outcome.observed {
@@ -80,7 +92,7 @@ pub async fn write_status(
         live.and_then(|s| s.get("conditions")),
         &wanted,
         generation,
-        &now(),
+        now,
     );
 
     let mut status: Map<String, Value> = plugin_status.as_object().cloned().unwrap_or_default();
@@ -88,20 +100,41 @@ pub async fn write_status(
     status.insert("conditions".into(), Value::Array(merged));
     status.insert(
         "gantry".into(),
-        json!({"binding": ctx.name, "pluginDigest": outcome.digest}),
+        json!({"binding": binding, "pluginDigest": outcome.digest}),
     );
     let status = Value::Object(status);
-
     let print = fingerprint(&status);
-    let unchanged = ctx.with_state(&key, |s| s.status == Some(print));
-    if unchanged && live.is_some_and(|l| reflects(l, &status)) {
+    let unchanged = ledger.status_written_as(print) && live.is_some_and(|l| reflects(l, &status));
+    Planned {
+        status,
+        print,
+        plugin_status,
+        unchanged,
+    }
+}
+
+/// Write the status of `parent`, unless it would change nothing. Returns
+/// whether a write happened.
+pub async fn write_status(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    outcome: Outcome<'_>,
+) -> Result<bool, ReconcileError> {
+    if !ctx.parent.has_status {
+        return Ok(false);
+    }
+    let key = object_key(parent);
+    let planned = ctx.with_state(&key, |ledger| {
+        plan(&ctx.name, parent, outcome, ledger, &now())
+    });
+    if planned.unchanged {
         return Ok(false);
     }
     let patch = json!({
         "apiVersion": ctx.parent.kind.api_version,
         "kind": ctx.parent.kind.kind,
         "metadata": {"name": parent.name_any()},
-        "status": status,
+        "status": planned.status,
     });
     let api = ctx.parent.api(&ctx.client, parent.namespace().as_deref());
     let written = api
@@ -114,8 +147,7 @@ pub async fn write_status(
         .map_err(ReconcileError::Kube)?;
     ctx.note_own_write(&key, written.resource_version());
     ctx.with_state(&key, |s| {
-        s.status = Some(print);
-        s.plugin_status = Some(plugin_status);
+        s.record_status(planned.print, planned.plugin_status)
     });
     Ok(true)
 }
@@ -133,4 +165,118 @@ pub fn synced() -> Condition {
 /// `Synced=False` with `reason` and `message`.
 pub fn not_synced(reason: &str, message: &str) -> Condition {
     conditions::condition(SYNCED, ConditionStatus::False, reason, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: &str = "2026-12-02T00:00:00Z";
+
+    fn parent(generation: i64, status: Option<Value>) -> DynamicObject {
+        let mut object = json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "default", "generation": generation},
+        });
+        if let Some(status) = status {
+            object["status"] = status;
+        }
+        serde_json::from_value(object).unwrap()
+    }
+
+    fn outcome(plugin_status: Option<Value>, observed: bool) -> Outcome<'static> {
+        Outcome {
+            plugin_status,
+            conditions: &[],
+            synced: synced(),
+            observed,
+            digest: "abc",
+        }
+    }
+
+    #[test]
+    fn a_status_carries_the_plugins_part_the_generation_and_the_digest() {
+        let planned = plan(
+            "widgets",
+            &parent(3, None),
+            outcome(Some(json!({"ready": 2})), true),
+            &ParentState::default(),
+            NOW,
+        );
+        assert!(!planned.unchanged);
+        let status = &planned.status;
+        assert_eq!(status["ready"], 2);
+        assert_eq!(status["observedGeneration"], 3);
+        assert_eq!(
+            status["gantry"],
+            json!({"binding": "widgets", "pluginDigest": "abc"})
+        );
+        let synced = status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Synced")
+            .unwrap();
+        assert_eq!(synced["status"], "True");
+        assert_eq!(synced["lastTransitionTime"], NOW);
+        assert_eq!(planned.plugin_status, json!({"ready": 2}));
+    }
+
+    #[test]
+    fn a_failed_reconcile_keeps_the_observed_generation_and_the_plugins_status() {
+        let live = json!({"ready": 1, "observedGeneration": 2, "conditions": []});
+        // Nothing in the ledger (a restart): the plugin's part comes from the live status.
+        let planned = plan(
+            "widgets",
+            &parent(5, Some(live.clone())),
+            outcome(None, false),
+            &ParentState::default(),
+            NOW,
+        );
+        assert_eq!(planned.status["observedGeneration"], 2);
+        assert_eq!(planned.status["ready"], 1);
+        // What the ledger remembers wins over the live status.
+        let mut ledger = ParentState::default();
+        ledger.record_status(0, json!({"ready": 4}));
+        let planned = plan(
+            "widgets",
+            &parent(5, Some(live)),
+            outcome(None, false),
+            &ledger,
+            NOW,
+        );
+        assert_eq!(planned.status["ready"], 4);
+    }
+
+    #[test]
+    fn a_status_written_before_and_still_live_is_not_written_again() {
+        let first = plan(
+            "widgets",
+            &parent(1, None),
+            outcome(Some(json!({"ready": 2})), true),
+            &ParentState::default(),
+            NOW,
+        );
+        let mut ledger = ParentState::default();
+        ledger.record_status(first.print, first.plugin_status.clone());
+        let again = plan(
+            "widgets",
+            &parent(1, Some(first.status.clone())),
+            outcome(Some(json!({"ready": 2})), true),
+            &ledger,
+            NOW,
+        );
+        assert!(again.unchanged);
+        // Someone else changed it meanwhile: written again.
+        let mut changed = first.status.clone();
+        changed["ready"] = json!(9);
+        let drifted = plan(
+            "widgets",
+            &parent(1, Some(changed)),
+            outcome(Some(json!({"ready": 2})), true),
+            &ledger,
+            NOW,
+        );
+        assert!(!drifted.unchanged);
+    }
 }

@@ -13,9 +13,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::controller::binding::{
-    BindingError, is_dns_label, is_sha256_hex, plugin_from_config_map,
-};
+use gantry_apiserver::admission::matching::{RuleRequest, rule_covers};
+use gantry_apiserver::objects::meta::is_dns_label;
+use k8s_openapi::api::admissionregistration::v1::RuleWithOperations;
+
+pub use crate::binding::LimitsSpec;
+use crate::binding::envelope::{self, Component, EnvelopeError, PluginBytes, is_sha256_hex};
+use crate::binding::source::SourceSpec;
 use crate::runtime::Limits;
 
 /// Label that marks a ConfigMap as a policy binding.
@@ -130,8 +134,25 @@ fn matches_list(list: &[String], value: &str) -> bool {
 }
 
 impl Rule {
+    /// The rule as a webhook configuration carries it.
+    pub fn to_webhook_rule(&self) -> RuleWithOperations {
+        RuleWithOperations {
+            api_groups: Some(self.api_groups.clone()),
+            api_versions: Some(self.api_versions.clone()),
+            resources: Some(self.resources.clone()),
+            operations: Some(
+                self.operations
+                    .iter()
+                    .map(|o| o.as_str().to_string())
+                    .collect(),
+            ),
+            scope: self.scope.clone(),
+        }
+    }
+
     /// Whether the rule covers `operation` on `group/version` `resource`
-    /// (with `subresource`, empty for the main resource), in the given scope.
+    /// (with `subresource`, empty for the main resource), in the given
+    /// scope: judged by the embedded API server's own rule matching.
     pub fn matches(
         &self,
         operation: &str,
@@ -141,38 +162,16 @@ impl Rule {
         subresource: &str,
         namespaced: bool,
     ) -> bool {
-        let operation_ok = self
-            .operations
-            .iter()
-            .any(|o| *o == Operation::All || o.as_str() == operation);
-        let resource_ok = self.resources.iter().any(|r| {
-            let (res, sub) = r.split_once('/').unwrap_or((r.as_str(), ""));
-            (res == "*" || res == resource) && (sub == "*" || sub == subresource)
-        });
-        let scope_ok = match self.scope.as_deref() {
-            Some("Cluster") => !namespaced,
-            Some("Namespaced") => namespaced,
-            _ => true,
+        let request = RuleRequest {
+            operation,
+            group,
+            version,
+            resource,
+            subresource,
+            namespaced,
         };
-        operation_ok
-            && resource_ok
-            && scope_ok
-            && matches_list(&self.api_groups, group)
-            && matches_list(&self.api_versions, version)
+        rule_covers(&self.to_webhook_rule(), &request)
     }
-}
-
-/// Limits of one policy call, as written in the binding.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PolicyLimits {
-    /// Call deadline, milliseconds (default 500).
-    pub deadline_ms: Option<u64>,
-    /// Memory cap, MiB (default 64).
-    #[serde(rename = "memoryMiB")]
-    pub memory_mib: Option<usize>,
-    /// Verdict size cap, bytes (default 4 MiB).
-    pub output_bytes: Option<usize>,
 }
 
 /// The `policy.yaml` document.
@@ -202,18 +201,23 @@ pub struct PolicySpec {
     /// `validate-settings` before the policy goes into service.
     #[serde(default)]
     pub settings: Value,
-    /// Call limits.
+    /// Call limits (`maxChildren` does not apply: a policy has no children).
     #[serde(default)]
-    pub limits: PolicyLimits,
+    pub limits: LimitsSpec,
     /// `Fail` (default) or `Ignore`: what a failed evaluation means.
     #[serde(default)]
     pub failure_policy: FailurePolicy,
     /// How long the API server waits for the webhook, 1 to 30 (default 10).
     #[serde(default = "default_timeout")]
     pub timeout_seconds: u32,
-    /// Expected sha256 of the component (lowercase hex).
+    /// Expected sha256 of the component (lowercase hex). Required with a
+    /// `source.url`; with `source.oci` the artifact's layer must match it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// Fetch the component from a URL or an OCI registry instead of
+    /// `binaryData`, as reconcile bindings do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceSpec>,
 }
 
 fn default_timeout() -> u32 {
@@ -223,21 +227,7 @@ fn default_timeout() -> u32 {
 impl PolicySpec {
     /// The call limits: the binding's, defaults elsewhere.
     pub fn call_limits(&self) -> Limits {
-        let defaults = Limits::default();
-        Limits {
-            deadline: self
-                .limits
-                .deadline_ms
-                .map(Duration::from_millis)
-                .unwrap_or(defaults.deadline),
-            memory_bytes: self
-                .limits
-                .memory_mib
-                .map(|m| m << 20)
-                .unwrap_or(defaults.memory_bytes),
-            output_bytes: self.limits.output_bytes.unwrap_or(defaults.output_bytes),
-            max_children: defaults.max_children,
-        }
+        self.limits.call_limits()
     }
 
     /// The webhook timeout.
@@ -274,9 +264,9 @@ impl PolicySpec {
 /// Why a policy ConfigMap was refused.
 #[derive(Debug, Error, PartialEq)]
 pub enum PolicyBindingError {
-    /// No `policy.yaml` key.
-    #[error("ConfigMap has no data key {POLICY_KEY}")]
-    MissingSpec,
+    /// The envelope (document key, component, pin) is wrong.
+    #[error(transparent)]
+    Envelope(#[from] EnvelopeError),
     /// `policy.yaml` does not parse or has unknown fields.
     #[error("{POLICY_KEY} is invalid: {0}")]
     InvalidSpec(String),
@@ -288,10 +278,6 @@ pub enum PolicyBindingError {
         /// What is wrong.
         message: String,
     },
-    /// The plugin bytes are missing, ambiguous, do not decompress or do
-    /// not match the pin.
-    #[error("{0}")]
-    Plugin(BindingError),
 }
 
 fn field(field: &str, message: impl Into<String>) -> PolicyBindingError {
@@ -383,9 +369,14 @@ pub fn parse_spec(text: &str) -> Result<PolicySpec, PolicyBindingError> {
     if !(1..=30).contains(&spec.timeout_seconds) {
         return Err(field("timeoutSeconds", "must be between 1 and 30"));
     }
-    let limits = &spec.limits;
-    if limits.deadline_ms == Some(0) || limits.deadline_ms.is_some_and(|d| d > 30_000) {
-        return Err(field("limits.deadlineMs", "must be between 1 and 30000"));
+    spec.limits
+        .check()
+        .map_err(|(path, message)| field(&path, message))?;
+    if spec.limits.max_children.is_some() {
+        return Err(field(
+            "limits.maxChildren",
+            "a policy has no children; only reconcile bindings take this limit",
+        ));
     }
     if spec.call_limits().deadline >= spec.timeout() {
         return Err(field(
@@ -396,29 +387,23 @@ pub fn parse_spec(text: &str) -> Result<PolicySpec, PolicyBindingError> {
             ),
         ));
     }
-    if limits.memory_mib == Some(0) || limits.memory_mib.is_some_and(|m| m > 512) {
-        return Err(field("limits.memoryMiB", "must be between 1 and 512"));
-    }
-    if limits.output_bytes == Some(0) {
-        return Err(field("limits.outputBytes", "must be at least 1"));
-    }
     if let Some(sha) = &spec.sha256
         && !is_sha256_hex(sha)
     {
         return Err(field("sha256", "must be 64 lowercase hex digits"));
     }
+    envelope::check_source(spec.source.as_ref(), spec.sha256.is_some())
+        .map_err(|(path, message)| field(&path, message))?;
     Ok(spec)
 }
 
-/// A policy binding read from its ConfigMap.
+/// A policy binding with its component at hand.
 #[derive(Debug, Clone)]
 pub struct PolicyBinding {
     /// The parsed spec.
     pub spec: PolicySpec,
-    /// The component (decompressed).
-    pub plugin: Vec<u8>,
-    /// sha256 of `plugin`.
-    pub digest: String,
+    /// The component.
+    pub plugin: PluginBytes,
 }
 
 /// Fill the `resources` of rules that name `kinds`, from discovery: every
@@ -469,21 +454,14 @@ pub async fn resolve_kinds(client: &kube::Client, rules: &mut [Rule]) -> Result<
     Ok(())
 }
 
-/// Read a policy binding from its ConfigMap: spec, plugin bytes, pin.
-pub fn from_config_map(cm: &ConfigMap) -> Result<PolicyBinding, PolicyBindingError> {
-    let text = cm
-        .data
-        .as_ref()
-        .and_then(|d| d.get(POLICY_KEY))
-        .ok_or(PolicyBindingError::MissingSpec)?;
-    let spec = parse_spec(text)?;
-    let (plugin, digest) =
-        plugin_from_config_map(cm, spec.sha256.as_deref()).map_err(PolicyBindingError::Plugin)?;
-    Ok(PolicyBinding {
-        spec,
-        plugin,
-        digest,
-    })
+/// Read a policy binding from its ConfigMap: the spec and where its
+/// component is (inline, checked against the pin; or its source).
+pub fn read_config_map(cm: &ConfigMap) -> Result<(PolicySpec, Component), PolicyBindingError> {
+    let spec = parse_spec(envelope::document(cm, POLICY_KEY)?)?;
+    let source = envelope::check_source(spec.source.as_ref(), spec.sha256.is_some())
+        .map_err(|(path, message)| field(&path, message))?;
+    let component = envelope::component(cm, POLICY_KEY, source, spec.sha256.as_deref())?;
+    Ok((spec, component))
 }
 
 #[cfg(test)]
@@ -491,7 +469,7 @@ mod tests {
     use k8s_openapi::ByteString;
 
     use super::*;
-    use crate::controller::binding::PLUGIN_KEY;
+    use crate::binding::envelope::PLUGIN_KEY;
 
     const SPEC: &str = "name: cap-replicas\nrules:\n- {apiGroups: [apps], apiVersions: [v1], resources: [deployments, deployments/scale], operations: [CREATE, UPDATE]}\nsettings: {max: 5}\n";
 
@@ -588,9 +566,12 @@ mod tests {
             binary_data: Some([(PLUGIN_KEY.to_string(), ByteString(bytes.clone()))].into()),
             ..ConfigMap::default()
         };
-        let binding = from_config_map(&cm).unwrap();
-        assert_eq!(binding.plugin, bytes);
-        assert_eq!(binding.digest, crate::runtime::digest(&bytes));
+        let (_, component) = read_config_map(&cm).unwrap();
+        let Component::Inline(plugin) = component else {
+            panic!("an inline component")
+        };
+        assert_eq!(plugin.bytes, bytes);
+        assert_eq!(plugin.digest, crate::runtime::digest(&bytes));
         cm.data = Some(
             [(
                 POLICY_KEY.to_string(),
@@ -599,13 +580,34 @@ mod tests {
             .into(),
         );
         assert!(matches!(
-            from_config_map(&cm).unwrap_err(),
-            PolicyBindingError::Plugin(BindingError::DigestMismatch { .. })
+            read_config_map(&cm).unwrap_err(),
+            PolicyBindingError::Envelope(EnvelopeError::DigestMismatch { .. })
         ));
         cm.data = None;
         assert_eq!(
-            from_config_map(&cm).unwrap_err(),
-            PolicyBindingError::MissingSpec
+            read_config_map(&cm).unwrap_err(),
+            PolicyBindingError::Envelope(EnvelopeError::MissingDocument(POLICY_KEY))
         );
+    }
+
+    #[test]
+    fn a_policy_may_come_from_a_source_and_takes_no_max_children() {
+        let pin = "a".repeat(64);
+        let remote =
+            format!("{SPEC}sha256: {pin}\nsource: {{oci: \"oci://127.0.0.1:5000/p/cap:v1\"}}\n");
+        let cm = ConfigMap {
+            data: Some([(POLICY_KEY.to_string(), remote)].into()),
+            ..ConfigMap::default()
+        };
+        let (spec, component) = read_config_map(&cm).unwrap();
+        assert!(component.is_remote());
+        assert_eq!(spec.sha256.as_deref(), Some(pin.as_str()));
+        let url = format!("{SPEC}source: {{url: \"https://a.example/p.wasm\"}}\n");
+        let err = parse_spec(&url).unwrap_err().to_string();
+        assert!(err.contains("needs a sha256 pin"), "{err}");
+        let err = parse_spec(&format!("{SPEC}limits: {{maxChildren: 3}}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("limits.maxChildren"), "{err}");
     }
 }

@@ -18,29 +18,73 @@
 
 use std::collections::BTreeMap;
 
+use gantry_apiserver::admission::matching::selector_matches;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{ApiResource, DynamicObject};
-use kube::core::{Selector, SelectorExt};
-use kube::runtime::reflector::ObjectRef;
-use kube::{Api, ResourceExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::api::ApiResource;
+use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
+use thiserror::Error;
 
 use super::{LoadedPolicy, Policies};
-use crate::controller::ReconcileError;
-use crate::controller::context::BindingContext;
-use crate::controller::guardrails::DesiredChild;
 
-/// Labels of `namespace`, fetched once per reconcile when a policy has a
+/// A child as its apply would send it: what guardrail policies judge. The
+/// controller computes these once per reconcile and applies the same
+/// objects.
+#[derive(Debug, Clone)]
+pub struct ChildIntent<'a> {
+    /// Its resource.
+    pub resource: &'a ApiResource,
+    /// Whether its kind is namespaced.
+    pub namespaced: bool,
+    /// Its name.
+    pub name: &'a str,
+    /// Its namespace (`None` for cluster-scoped kinds).
+    pub namespace: Option<&'a str>,
+    /// `Kind namespace/name`, for messages.
+    pub display: String,
+    /// The object to apply (owner reference and binding label set).
+    pub object: &'a Value,
+    /// The live object, as JSON, when it exists: the apply is an UPDATE;
+    /// otherwise a CREATE.
+    pub old: Option<Value>,
+}
+
+impl ChildIntent<'_> {
+    fn operation(&self) -> &'static str {
+        if self.old.is_some() {
+            "UPDATE"
+        } else {
+            "CREATE"
+        }
+    }
+}
+
+/// Why guardrail policies did not let the children through.
+#[derive(Debug, Error)]
+pub enum GuardrailError {
+    /// A named policy is not in service (it may be on its way).
+    #[error("{}", .0.join("; "))]
+    Unavailable(Vec<String>),
+    /// Policies denied children: one message per denial.
+    #[error("{}", .0.join("; "))]
+    Denied(Vec<String>),
+    /// Reading a namespace's labels for a namespace selector failed.
+    #[error("reading namespace labels: {0}")]
+    Kube(#[source] kube::Error),
+}
+
+/// Labels of namespaces, fetched once per check when a policy has a
 /// namespace selector.
 struct NamespaceLabels<'a> {
-    ctx: &'a BindingContext,
+    client: &'a Client,
     known: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl NamespaceLabels<'_> {
     async fn get(&mut self, namespace: &str) -> Result<&BTreeMap<String, String>, kube::Error> {
         if !self.known.contains_key(namespace) {
-            let api: Api<Namespace> = Api::all(self.ctx.client.clone());
+            let api: Api<Namespace> = Api::all(self.client.clone());
             let labels = api.get(namespace).await?.labels().clone();
             self.known.insert(namespace.to_string(), labels);
         }
@@ -48,27 +92,18 @@ impl NamespaceLabels<'_> {
     }
 }
 
-fn selects(
-    selector: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
-    labels: &BTreeMap<String, String>,
-) -> bool {
-    match selector {
-        None => true,
-        Some(s) => Selector::try_from(s.clone()).is_ok_and(|s| s.matches(labels)),
-    }
+/// Whether `selector` (none: everything) selects `labels`, judged as the
+/// embedded API server judges a webhook's selectors.
+fn selects(selector: Option<&LabelSelector>, labels: &BTreeMap<String, String>) -> bool {
+    selector.is_none_or(|s| selector_matches(s, labels))
 }
 
-/// The admission request a child's apply would cause.
-pub fn synthesized_request(
-    binding: &str,
-    resource: &ApiResource,
-    child: &DesiredChild,
-    object: &Value,
-    old: Option<Value>,
-) -> Value {
+/// The admission request the apply of `child` would cause, by binding
+/// `binding`.
+pub fn synthesized_request(binding: &str, child: &ChildIntent<'_>) -> Value {
+    let resource = child.resource;
     let (group, version) = (&resource.group, &resource.version);
-    let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
-    let options_kind = if old.is_some() {
+    let options_kind = if child.old.is_some() {
         "PatchOptions"
     } else {
         "CreateOptions"
@@ -83,10 +118,10 @@ pub fn synthesized_request(
         "requestResource": gvr,
         "name": child.name,
         "namespace": child.namespace,
-        "operation": operation,
+        "operation": child.operation(),
         "userInfo": {"username": format!("gantry:binding:{binding}"), "groups": ["gantry:bindings"]},
-        "object": object,
-        "oldObject": old,
+        "object": child.object,
+        "oldObject": child.old,
         "dryRun": false,
         "options": {"apiVersion": "meta.k8s.io/v1", "kind": options_kind, "fieldManager": format!("gantry/{binding}")},
     })
@@ -95,7 +130,7 @@ pub fn synthesized_request(
 fn lookup(
     policies: &Policies,
     names: &[String],
-) -> Result<Vec<std::sync::Arc<LoadedPolicy>>, ReconcileError> {
+) -> Result<Vec<std::sync::Arc<LoadedPolicy>>, GuardrailError> {
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for name in names {
@@ -107,91 +142,77 @@ fn lookup(
     if missing.is_empty() {
         Ok(found)
     } else {
-        // It may be on its way (policies load beside reconcile bindings).
-        Err(ReconcileError::PolicyUnavailable(missing))
+        Err(GuardrailError::Unavailable(missing))
     }
 }
 
-/// Judge every desired child of `parent` with the binding's guardrail
-/// policies; Ok when all allow (or do not apply).
+/// Judge every child of binding `binding` with the policies `names`; Ok
+/// when all allow (or do not apply).
 pub async fn check(
-    ctx: &BindingContext,
-    parent: &DynamicObject,
+    policies: &Policies,
+    client: &Client,
+    binding: &str,
     names: &[String],
-    desired: &[DesiredChild],
-) -> Result<(), ReconcileError> {
+    children: &[ChildIntent<'_>],
+) -> Result<(), GuardrailError> {
     if names.is_empty() {
         return Ok(());
     }
-    let policies = &ctx.shared.options.policies;
     let judges = lookup(policies, names)?;
     let mut namespaces = NamespaceLabels {
-        ctx,
+        client,
         known: BTreeMap::new(),
     };
     let mut denials = Vec::new();
-    for child in desired {
-        let Some(kind) = ctx.children.iter().find(|c| c.info.kind == child.kind) else {
-            continue;
-        };
-        let resource = &kind.info.resource;
-        let reference = ObjectRef::new_with(&child.name, resource.clone());
-        let reference = match &child.namespace {
-            Some(ns) => reference.within(ns),
-            None => reference,
-        };
-        let old = kind
-            .store
-            .get(&reference)
-            .map(|live| kind.info.to_json(&live));
-        let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
-        let object = crate::controller::apply::intent(ctx, parent, child);
-        let labels: BTreeMap<String, String> = object
+    for child in children {
+        let resource = child.resource;
+        let labels: BTreeMap<String, String> = child
+            .object
             .pointer("/metadata/labels")
             .and_then(|l| serde_json::from_value(l.clone()).ok())
             .unwrap_or_default();
         for policy in &judges {
             let spec = &policy.spec;
             if !spec.matches(
-                operation,
+                child.operation(),
                 &resource.group,
                 &resource.version,
                 &resource.plural,
                 "",
-                kind.info.namespaced,
-            ) || !selects(&spec.object_selector, &labels)
+                child.namespaced,
+            ) || !selects(spec.object_selector.as_ref(), &labels)
             {
                 continue;
             }
             if spec.namespace_selector.is_some()
-                && let Some(namespace) = &child.namespace
+                && let Some(namespace) = child.namespace
             {
                 let labels = namespaces
                     .get(namespace)
                     .await
-                    .map_err(ReconcileError::Kube)?;
-                if !selects(&spec.namespace_selector, labels) {
+                    .map_err(GuardrailError::Kube)?;
+                if !selects(spec.namespace_selector.as_ref(), labels) {
                     continue;
                 }
             }
-            let request = synthesized_request(&ctx.name, resource, child, &object, old.clone());
+            let request = synthesized_request(binding, child);
             let decision = policy.evaluate(request, policies.metrics()).await;
             if !decision.response.allowed {
                 denials.push(format!(
                     "policy {} denied {}: {}",
                     spec.name,
-                    child.display(),
+                    child.display,
                     decision.response.message.unwrap_or_default()
                 ));
             } else if decision.response.patch.is_some() {
-                tracing::debug!(binding = %ctx.name, policy = %spec.name, child = %child.display(), "guardrail policy would mutate the child; guardrails do not apply mutations");
+                tracing::debug!(%binding, policy = %spec.name, child = %child.display, "guardrail policy would mutate the child; guardrails do not apply mutations");
             }
         }
     }
     if denials.is_empty() {
         Ok(())
     } else {
-        Err(ReconcileError::PolicyDenied(denials))
+        Err(GuardrailError::Denied(denials))
     }
 }
 
@@ -200,7 +221,6 @@ mod tests {
     use kube::core::GroupVersionKind;
 
     use super::*;
-    use crate::controller::binding::KindRef;
 
     #[test]
     fn a_child_becomes_the_request_its_apply_would_cause() {
@@ -208,18 +228,18 @@ mod tests {
             &GroupVersionKind::gvk("apps", "v1", "Deployment"),
             "deployments",
         );
-        let child = DesiredChild {
-            kind: KindRef {
-                api_version: "apps/v1".into(),
-                kind: "Deployment".into(),
-            },
-            namespace: Some("default".into()),
-            name: "web".into(),
-            object: json!({}),
-        };
         let object =
             json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}});
-        let create = synthesized_request("memcached", &resource, &child, &object, None);
+        let mut child = ChildIntent {
+            resource: &resource,
+            namespaced: true,
+            name: "web",
+            namespace: Some("default"),
+            display: "Deployment default/web".into(),
+            object: &object,
+            old: None,
+        };
+        let create = synthesized_request("memcached", &child);
         assert_eq!(create["operation"], "CREATE");
         assert_eq!(
             create["kind"],
@@ -241,13 +261,8 @@ mod tests {
                 .unwrap()
                 .starts_with("gantry-guardrail-")
         );
-        let update = synthesized_request(
-            "memcached",
-            &resource,
-            &child,
-            &object,
-            Some(object.clone()),
-        );
+        child.old = Some(object.clone());
+        let update = synthesized_request("memcached", &child);
         assert_eq!(update["operation"], "UPDATE");
         assert_eq!(update["options"]["kind"], "PatchOptions");
         assert_eq!(update["oldObject"], object);

@@ -68,8 +68,8 @@ impl std::str::FromStr for ServiceRef {
             Some((name, port)) => (name, Some(port.parse().map_err(|_| bad())?)),
             None => (rest, None),
         };
-        if !crate::controller::binding::is_dns_label(namespace)
-            || !crate::controller::binding::is_dns_label(name)
+        if !gantry_apiserver::objects::meta::is_dns_label(namespace)
+            || !gantry_apiserver::objects::meta::is_dns_label(name)
         {
             return Err(bad());
         }

@@ -13,7 +13,8 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 /// Engine-wide settings.
 #[derive(Debug, Clone)]
 pub struct EngineSettings {
-    /// Plugin calls that may run at once (also sizes the instance pool).
+    /// Plugin calls that may run at once per set of call slots (also sizes
+    /// the instance pool, which holds two sets).
     pub max_concurrent_calls: usize,
     /// Largest memory limit any plugin may be given (sizes pool slots).
     pub max_memory_bytes: usize,
@@ -65,6 +66,8 @@ fn base_config() -> Config {
 /// and the on-demand allocator otherwise.
 pub fn build_engine(settings: &EngineSettings) -> anyhow::Result<(Engine, Allocator)> {
     if settings.pooling {
+        // Two sets of call slots: a runtime's and one more from
+        // `Runtime::with_own_slots` (the operator's admission policies).
         let slots = u32::try_from(settings.max_concurrent_calls.max(1) * 2).unwrap_or(u32::MAX);
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(slots)

@@ -60,6 +60,8 @@ pub fn default_compile_cache_dir() -> Option<PathBuf> {
 #[derive(Clone)]
 pub struct Runtime {
     inner: Arc<Inner>,
+    /// The call slots of the plugins loaded through this runtime.
+    slots: Arc<Slots>,
 }
 
 struct Inner {
@@ -67,9 +69,23 @@ struct Inner {
     allocator: Allocator,
     linker: Linker<CallState>,
     cache: cache::ComponentCache,
-    calls: Arc<Semaphore>,
-    max_calls: usize,
     ticker: engine::EpochTicker,
+}
+
+/// At most `max` calls at once; each holds a permit until its instance is
+/// gone.
+struct Slots {
+    calls: Arc<Semaphore>,
+    max: usize,
+}
+
+impl Slots {
+    fn new(max: usize) -> Arc<Self> {
+        Arc::new(Self {
+            calls: Arc::new(Semaphore::new(max)),
+            max,
+        })
+    }
 }
 
 impl Runtime {
@@ -91,11 +107,23 @@ impl Runtime {
                 allocator,
                 linker,
                 cache,
-                calls: Arc::new(Semaphore::new(settings.engine.max_concurrent_calls.max(1))),
-                max_calls: settings.engine.max_concurrent_calls.max(1),
                 ticker,
             }),
+            slots: Slots::new(settings.engine.max_concurrent_calls.max(1)),
         })
+    }
+
+    /// The same engine and compile cache with call slots of its own, as
+    /// many as this runtime has: plugins loaded through it never wait for
+    /// this runtime's calls, nor these for theirs. The operator gives
+    /// admission policies their own, so reconciles that take every slot
+    /// (up to their deadline) never hold up a webhook. The instance pool
+    /// has room for two sets of slots.
+    pub fn with_own_slots(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            slots: Slots::new(self.slots.max),
+        }
     }
 
     /// A runtime with default settings and no disk cache.
@@ -121,7 +149,7 @@ impl Runtime {
     /// Calls holding a concurrency slot now: each holds it until its
     /// instance is gone, not merely until its caller stops waiting.
     pub fn calls_in_flight(&self) -> usize {
-        self.inner.max_calls - self.inner.calls.available_permits()
+        self.slots.max - self.slots.calls.available_permits()
     }
 
     /// Whether the runtime's background thread is alive.
@@ -164,7 +192,7 @@ impl Runtime {
 
     /// Wait for a free slot (at most `max_concurrent_calls` are taken).
     async fn slot(&self) -> Result<call::Slot, CallError> {
-        self.inner
+        self.slots
             .calls
             .clone()
             .acquire_owned()

@@ -32,9 +32,12 @@ pub fn load(runtime: &Runtime, plugin: &str, policy_yaml: &str) -> LoadedPolicy 
     let spec = parse_spec(policy_yaml).expect("a valid policy.yaml");
     let bytes = gantry::toolchain::example_plugin(plugin).expect("example plugin builds");
     let binding = PolicyBinding {
-        digest: gantry::runtime::digest(&bytes),
         spec,
-        plugin: bytes,
+        plugin: gantry::binding::PluginBytes {
+            digest: gantry::runtime::digest(&bytes),
+            bytes,
+            source: None,
+        },
     };
     let plugin = manager::load_policy(runtime, &binding)
         .unwrap_or_else(|(reason, message)| panic!("{reason}: {message}"));

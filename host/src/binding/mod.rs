@@ -1,0 +1,16 @@
+//! Plugins delivered in ConfigMaps, whatever they are for.
+//!
+//! Read top-down: [`envelope`] (what every binding ConfigMap carries: the
+//! component inline or from a [`source`], the sha256 pin) and [`limits`]
+//! (the one limits type) → [`loader`] (the one swap loop, generic over a
+//! [`Lifecycle`]). Reconcile bindings (`controller::bindings`) and
+//! admission policies (`policy::manager`) are lifecycles of the loader.
+
+pub mod envelope;
+pub mod limits;
+pub mod loader;
+pub mod source;
+
+pub use envelope::{Component, EnvelopeError, PluginBytes};
+pub use limits::LimitsSpec;
+pub use loader::{Installed, Lifecycle, PendingPlugin, Refusal};
