@@ -81,6 +81,8 @@ pub struct App {
     pub stop: tokio::sync::watch::Receiver<bool>,
     /// The current admission webhooks and their HTTPS clients.
     pub webhooks: crate::admission::Webhooks,
+    /// The open watches.
+    pub watches: Arc<crate::watch::Hub>,
 }
 
 impl App {

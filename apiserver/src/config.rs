@@ -7,6 +7,15 @@ use std::time::Duration;
 /// Largest accepted request body (kube-apiserver's limit: 3 MiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
+/// Concurrent watches served by default; more get 429.
+pub const DEFAULT_MAX_WATCHES: usize = 1000;
+
+/// Events a watch may fall behind by before it is closed.
+pub const DEFAULT_WATCH_BUFFER: usize = 1000;
+
+/// Bytes (its queued objects as JSON) a watch may fall behind by before it is closed.
+pub const DEFAULT_WATCH_BUFFER_BYTES: usize = 32 * 1024 * 1024;
+
 /// The file in the data directory that keeps the token (mode 0600).
 pub const TOKEN_FILE: &str = "token";
 
@@ -24,6 +33,13 @@ pub struct Config {
     pub watch_history: usize,
     /// How often watches with `allowWatchBookmarks` get a BOOKMARK.
     pub bookmark_interval: Duration,
+    /// Concurrent watches served; more get 429 Too Many Requests with `Retry-After`.
+    pub max_watches: usize,
+    /// Events a watch may fall behind by (queued, not yet sent to its client) before
+    /// it is closed; its client watches again from its last resourceVersion.
+    pub watch_buffer: usize,
+    /// Bytes (the queued objects as JSON) a watch may fall behind by before it is closed.
+    pub watch_buffer_bytes: usize,
     /// Largest accepted request body; larger ones get 413.
     pub max_body_bytes: usize,
     /// Serve HTTPS with a CA and certificate made at start (the default); plain
@@ -39,6 +55,9 @@ impl Default for Config {
             token: Some(crate::access::new_token()),
             watch_history: 10_000,
             bookmark_interval: Duration::from_secs(10),
+            max_watches: DEFAULT_MAX_WATCHES,
+            watch_buffer: DEFAULT_WATCH_BUFFER,
+            watch_buffer_bytes: DEFAULT_WATCH_BUFFER_BYTES,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             tls: true,
         }
@@ -64,6 +83,9 @@ pub struct ApiServerArgs {
     /// Number of watch events retained for watches that resume from a resourceVersion.
     #[arg(long, default_value_t = 10_000)]
     pub watch_history: usize,
+    /// Concurrent watches served; more get 429 Too Many Requests.
+    #[arg(long, default_value_t = DEFAULT_MAX_WATCHES)]
+    pub max_watches: usize,
 }
 
 impl ApiServerArgs {
@@ -84,6 +106,7 @@ impl ApiServerArgs {
             data_dir: self.data_dir.clone(),
             token: Some(self.token.clone().unwrap_or_else(|| self.kept_token())),
             watch_history: self.watch_history,
+            max_watches: self.max_watches,
             ..Config::default()
         }
     }

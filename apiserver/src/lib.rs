@@ -9,6 +9,7 @@
 //! - [`handlers::write`]: create/update/patch/apply; [`objects`] holds what a write does
 //!   to an object (admission, metadata, managedFields, deletion).
 //! - [`storage`]: objects, resourceVersions, watch history, redb durability.
+//! - [`watch`]: open watches, the events offered to them, their bounds.
 //! - [`registry`]: which resources exist (built-ins from k8s-openapi, CRDs via [`crd`]).
 //! - [`admission`]: calls the admission webhooks of webhook configurations.
 //! - [`gc`]: garbage collector, namespace and CRD cleanup controllers.
@@ -36,6 +37,7 @@ pub mod status;
 pub mod storage;
 pub mod table;
 pub mod tls;
+pub mod watch;
 
 pub use app::WriteCounts;
 pub use config::{ApiServerArgs, Config};

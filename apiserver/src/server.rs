@@ -116,6 +116,14 @@ impl ApiServer {
             controllers: tokio::sync::Notify::new(),
             stop: watch::channel(false).1,
             webhooks: Default::default(),
+            watches: Arc::new(crate::watch::Hub::new(
+                config.max_watches,
+                crate::watch::Bounds {
+                    events: config.watch_buffer,
+                    bytes: config.watch_buffer_bytes,
+                    history: config.watch_history as u64,
+                },
+            )),
         });
         let app = if app.store.is_durable() {
             tokio::task::spawn_blocking(move || {
@@ -150,6 +158,10 @@ impl ApiServer {
             },
             ..app
         });
+        // The hub offers every event after this subscription to the open watches.
+        let live = app.store.subscribe();
+        app.watches.start_at(app.store.rv());
+        let hub = tokio::spawn(crate::watch::run(app.clone(), live, stop_rx.clone()));
         let router = crate::http::router(app.clone());
         let tls = match (&config.data_dir, config.tls) {
             (_, false) => None,
@@ -181,7 +193,7 @@ impl ApiServer {
             addr,
             tls,
             stop,
-            tasks: vec![server, gc],
+            tasks: vec![server, gc, hub],
         })
     }
 }

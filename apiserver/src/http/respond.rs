@@ -42,6 +42,18 @@ pub fn text_response(code: u16, text: &str) -> Response {
         .expect("valid response")
 }
 
+/// kube-apiserver's answer when it sheds a request (its max-in-flight and
+/// priority-and-fairness filters): 429 with `Retry-After: 1` and a plain-text body.
+pub fn too_many_requests() -> Response {
+    Response::builder()
+        .status(429)
+        .header(hyper::header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .header("X-Content-Type-Options", "nosniff")
+        .header(hyper::header::RETRY_AFTER, "1")
+        .body(Body::from("Too many requests, please try again later.\n"))
+        .expect("valid response")
+}
+
 /// The Status response of an error.
 pub fn error_response(e: &ApiError) -> Response {
     json_response(e.code(), &e.to_status(), &[])

@@ -57,12 +57,10 @@ pub struct Event {
 /// A commit's result: the closure's value and the events written.
 pub type Committed<T> = (T, Vec<Arc<Event>>);
 
-/// A snapshot with the resourceVersion it was taken at and a subscription to later changes.
-pub type Snapshot = (
-    Vec<(String, Arc<Value>)>,
-    u64,
-    broadcast::Receiver<Arc<Event>>,
-);
+/// The stored objects by key: a persistent map, so a snapshot is a cheap clone that
+/// shares its nodes and objects with the store (watches stream their initial events
+/// from one).
+pub type Objects = imbl::OrdMap<String, Arc<Value>>;
 
 /// A write requested by a [`Store::commit`] closure.
 #[derive(Clone, Debug)]
@@ -99,7 +97,7 @@ impl View<'_> {
 }
 
 struct State {
-    objects: BTreeMap<String, Arc<Value>>,
+    objects: Objects,
     rv: u64,
     history: VecDeque<Arc<Event>>,
     /// Watches from a resourceVersion below this get 410 Gone.
@@ -133,22 +131,6 @@ pub enum StoreError {
     /// The durable backend failed.
     #[error("storage: {0}")]
     Durable(#[from] DurableError),
-}
-
-/// Result of subscribing to changes from a resourceVersion.
-pub enum Subscription {
-    /// History since the requested RV, then live events.
-    Ok {
-        /// Events after the requested resourceVersion.
-        backlog: Vec<Arc<Event>>,
-        /// Live events.
-        live: broadcast::Receiver<Arc<Event>>,
-    },
-    /// The requested RV is older than the retained history.
-    Expired {
-        /// The oldest RV still watchable.
-        oldest: u64,
-    },
 }
 
 /// The object store.
@@ -346,25 +328,26 @@ impl Store {
         Ok(Ok((out, published)))
     }
 
-    /// Events after `rv` followed by live events; `Expired` if `rv` is too old.
-    pub fn subscribe_from(&self, rv: u64) -> Subscription {
+    /// The retained events after `after` up to `until` (inclusive), oldest first;
+    /// `Err(oldest)` when `after` is older than the retained history.
+    pub fn events_between(&self, after: u64, until: u64) -> Result<Vec<Arc<Event>>, u64> {
         let s = self.lock();
-        if rv < s.oldest_watchable {
-            return Subscription::Expired {
-                oldest: s.oldest_watchable,
-            };
+        if after < s.oldest_watchable {
+            return Err(s.oldest_watchable);
         }
-        let backlog = s.history.iter().filter(|e| e.rv > rv).cloned().collect();
-        Subscription::Ok {
-            backlog,
-            live: self.events.subscribe(),
-        }
+        let first = s.history.partition_point(|e| e.rv <= after);
+        Ok(s.history
+            .range(first..)
+            .take_while(|e| e.rv <= until)
+            .cloned()
+            .collect())
     }
 
-    /// A snapshot of everything under `prefix` plus a live subscription starting right after it.
-    pub fn snapshot_and_subscribe(&self, prefix: &str) -> Snapshot {
+    /// All objects and the resourceVersion they are at, in O(1): the snapshot shares
+    /// the store's nodes until the store changes them.
+    pub fn snapshot(&self) -> (Objects, u64) {
         let s = self.lock();
-        (s.range(prefix, None), s.rv, self.events.subscribe())
+        (s.objects.clone(), s.rv)
     }
 
     /// Live events only (for background controllers).
@@ -374,7 +357,7 @@ impl Store {
 }
 
 /// The length of `obj` as JSON, without building the text.
-fn json_len(obj: &Value) -> usize {
+pub fn json_len(obj: &Value) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -329,3 +329,91 @@ pub async fn current_rv(addr: SocketAddr) -> u64 {
         .parse()
         .unwrap()
 }
+
+/// A watch over a raw connection: [`RawWatch::open`] reads the response head only,
+/// and the body is read when asked, so a test can play a client that never reads.
+pub struct RawWatch {
+    /// The response status.
+    pub status: u16,
+    /// The response head (status line and headers).
+    pub head: String,
+    stream: Box<dyn Stream>,
+    /// Raw body bytes not yet de-chunked.
+    raw: Vec<u8>,
+    /// De-chunked body bytes not yet returned as lines.
+    body: Vec<u8>,
+    ended: bool,
+}
+
+impl RawWatch {
+    /// Sends `GET path` with the server's token and reads the response head.
+    pub async fn open(addr: SocketAddr, path: &str) -> RawWatch {
+        let mut stream = connect(addr).await;
+        let token = token_for(addr)
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{token}\r\n");
+        stream.write_all(req.as_bytes()).await.unwrap();
+        let mut raw = vec![];
+        let split = loop {
+            if let Some(p) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p;
+            }
+            let mut buf = [0u8; 4096];
+            let n = stream.read(&mut buf).await.expect("response head");
+            assert!(n > 0, "connection closed before the response head");
+            raw.extend_from_slice(&buf[..n]);
+        };
+        let head = String::from_utf8_lossy(&raw[..split]).to_string();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        let raw = raw.split_off(split + 4);
+        RawWatch {
+            status,
+            head,
+            stream,
+            raw,
+            body: vec![],
+            ended: false,
+        }
+    }
+
+    /// Moves complete chunks from `raw` to `body`; notes the last chunk.
+    fn dechunk(&mut self) {
+        while let Some(pos) = self.raw.windows(2).position(|w| w == b"\r\n") {
+            let size_text = std::str::from_utf8(&self.raw[..pos]).unwrap().trim();
+            let size = usize::from_str_radix(size_text, 16).expect("chunk size");
+            if size == 0 {
+                self.ended = true;
+                return;
+            }
+            if self.raw.len() < pos + 2 + size + 2 {
+                return;
+            }
+            self.body
+                .extend_from_slice(&self.raw[pos + 2..pos + 2 + size]);
+            self.raw.drain(..pos + 2 + size + 2);
+        }
+    }
+
+    /// The next watch event; None once the response has ended (or the connection closed).
+    pub async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(nl) = self.body.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.body.drain(..=nl).collect();
+                return Some(serde_json::from_slice(&line).expect("a JSON event"));
+            }
+            self.dechunk();
+            if self.body.contains(&b'\n') {
+                continue;
+            }
+            if self.ended {
+                return None;
+            }
+            let mut buf = vec![0u8; 64 * 1024];
+            match self.stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.raw.extend_from_slice(&buf[..n]),
+            }
+        }
+    }
+}
