@@ -444,6 +444,13 @@ impl<L: Lifecycle> Loader<L> {
             },
             Err(refusal) => Err(refusal),
         };
+        // Settled before the annotation and Event are written: the version
+        // may be serving already (a controller reconciling), and readiness
+        // must not lag behind it by two API calls.
+        if let Some(initial) = &mut self.initial {
+            initial.remove(&name);
+        }
+        self.check_settled();
         match result {
             Ok(installed) => {
                 let replaced = self.active.insert(
@@ -471,10 +478,6 @@ impl<L: Lifecycle> Loader<L> {
                     .await;
             }
         }
-        if let Some(initial) = &mut self.initial {
-            initial.remove(&name);
-        }
-        self.check_settled();
     }
 
     /// Record a refused version with a Warning Event; the version in
