@@ -1,0 +1,106 @@
+//! The host's top-level modules depend on each other one way: `binding`
+//! on `runtime` only, `policy` on `binding` and `runtime`, `controller` on
+//! `binding` and `policy`, and `cli` is a leaf. Read from the sources, so a
+//! `use` that reaches back fails here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `dir`.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(sources(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// The top-level modules each top-level module names as `crate::<module>`.
+fn edges() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in sources(&src) {
+        let relative = file.strip_prefix(&src).unwrap();
+        let module = relative
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let uses = graph.entry(module.clone()).or_default();
+        for (i, _) in text.match_indices("crate::") {
+            let name: String = text[i + "crate::".len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() && name != module {
+                uses.insert(name);
+            }
+        }
+    }
+    graph
+}
+
+fn reaches(graph: &BTreeMap<String, BTreeSet<String>>, from: &str, to: &str) -> bool {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![from.to_string()];
+    while let Some(module) = todo.pop() {
+        for next in graph.get(&module).into_iter().flatten() {
+            if next == to {
+                return true;
+            }
+            if seen.insert(next.clone()) {
+                todo.push(next.clone());
+            }
+        }
+    }
+    false
+}
+
+#[test]
+fn modules_depend_on_each_other_one_way() {
+    let graph = edges();
+    let allowed = |module: &str, deps: &[&str]| {
+        let uses = &graph[module];
+        let extra: Vec<&String> = uses
+            .iter()
+            .filter(|u| !deps.contains(&u.as_str()))
+            .collect();
+        assert!(
+            extra.is_empty(),
+            "{module} uses {extra:?}; it may use only {deps:?}"
+        );
+    };
+    allowed("binding", &["runtime"]);
+    allowed("policy", &["binding", "runtime"]);
+    for module in [
+        "controller",
+        "policy",
+        "binding",
+        "bench",
+        "dev",
+        "manifest",
+    ] {
+        assert!(
+            !graph[module].contains("cli"),
+            "{module} uses cli, which is a leaf"
+        );
+    }
+    let core = ["controller", "policy", "binding", "cli", "bench", "dev"];
+    for a in core {
+        for b in core {
+            assert!(
+                a == b || !(reaches(&graph, a, b) && reaches(&graph, b, a)),
+                "{a} and {b} depend on each other"
+            );
+        }
+    }
+}
