@@ -16,6 +16,7 @@
 //!   server, webhook configuration sync, guardrails on reconcile output.
 //! - [`toolchain`]: building plugin crates into components.
 //! - [`bench`]: side-by-side cost of native and plugin calls.
+//! - [`recorder`]: Kubernetes Events that always show their current message.
 //! - [`manifest`]: reading objects and values from YAML or JSON files.
 //! - [`cli`]: the `gantry` command line, a leaf: nothing else imports it.
 
@@ -28,6 +29,7 @@ pub mod dev;
 pub mod health;
 pub mod manifest;
 pub mod policy;
+pub mod recorder;
 pub mod runtime;
 pub mod telemetry;
 pub mod toolchain;

@@ -79,8 +79,8 @@ fn modules_depend_on_each_other_one_way() {
             "{module} uses {extra:?}; it may use only {deps:?}"
         );
     };
-    allowed("binding", &["runtime"]);
-    allowed("policy", &["binding", "runtime"]);
+    allowed("binding", &["recorder", "runtime"]);
+    allowed("policy", &["binding", "recorder", "runtime"]);
     for module in [
         "controller",
         "policy",

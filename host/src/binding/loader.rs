@@ -21,7 +21,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
@@ -30,6 +30,7 @@ use tokio::task::JoinHandle;
 
 use super::envelope::{self, Component, PluginBytes, content_of};
 use super::source::{Fetcher, PluginSource};
+use crate::recorder::Recorder;
 
 /// How often versions refused for a cause that may pass (a kind not served
 /// yet, a registry down) are tried again.

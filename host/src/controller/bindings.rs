@@ -14,7 +14,7 @@ use gantry_sdk::Trigger;
 use kube::api::DynamicObject;
 use kube::core::{GroupVersionKind, Selector};
 use kube::runtime::controller::Config as ControllerConfig;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
@@ -30,6 +30,7 @@ use super::reconcile::{error_policy, reconcile};
 use super::{Metrics, OperatorOptions, Shared};
 use crate::binding::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
 use crate::binding::source::{Fetcher, PluginSource};
+use crate::recorder::Recorder;
 use crate::runtime::{ReconcilerPlugin, Runtime};
 
 /// Run the operator until `shutdown` completes: then stop taking new work,
@@ -255,8 +256,13 @@ impl Lifecycle for Bindings {
     async fn retire(&mut self, cm_name: &str) {
         if let Some(active) = self.controllers.remove(cm_name) {
             tracing::info!(binding = %active.spec.name, "its parents are no longer reconciled (nothing is deleted)");
-            // Draining its reconciles must not hold up other bindings.
-            self.stopping.spawn(stop(active));
+            // Draining its reconciles and letting go of its parents must
+            // not hold up other bindings.
+            let ctx = active.ctx.clone();
+            self.stopping.spawn(async move {
+                stop(active).await;
+                let_go_of_parents(&ctx).await;
+            });
         }
         self.publish();
     }
@@ -507,6 +513,54 @@ async fn stop(mut active: Active) {
     }
     active.task.abort();
     let _ = (&mut active.task).await;
+}
+
+/// Parents written to at once when a binding is deleted.
+const LET_GO_CONCURRENCY: usize = 8;
+
+/// The binding of `ctx` was deleted: on each of its parents (that this
+/// replica reconciles), remove its finalizer, which nothing would remove
+/// any more, and say `Synced=Unknown` (`BindingRemoved`), so that no
+/// parent keeps claiming to be reconciled. Children are left as they are.
+async fn let_go_of_parents(ctx: &BindingContext) {
+    if !ctx.shared.leading() {
+        return;
+    }
+    let finalizer = ctx.spec.finalizer();
+    let digest = ctx.current().plugin.digest().to_string();
+    let parents: Vec<Arc<DynamicObject>> = ctx
+        .parents
+        .state()
+        .into_iter()
+        .filter(|p| {
+            ctx.shared
+                .options
+                .shard
+                .owns(&super::context::object_key(p))
+        })
+        .collect();
+    futures::stream::iter(parents)
+        .for_each_concurrent(LET_GO_CONCURRENCY, |parent| {
+            let (finalizer, digest) = (&finalizer, &digest);
+            async move {
+                if let Err(e) =
+                    super::finalizer::release(ctx, &parent, finalizer, "was deleted").await
+                {
+                    tracing::warn!(binding = %ctx.name, error = %e, "could not remove the finalizer of a parent");
+                }
+                let outcome = super::status::Outcome {
+                    plugin_status: None,
+                    conditions: &[],
+                    synced: super::status::binding_removed(&ctx.name),
+                    observed: false,
+                    digest,
+                };
+                if let Err(e) = super::status::write_status(ctx, &parent, outcome).await {
+                    tracing::debug!(binding = %ctx.name, error = %e, "could not mark a parent as no longer reconciled");
+                }
+            }
+        })
+        .await;
 }
 
 /// A child event → its controller parent (and note why).

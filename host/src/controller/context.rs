@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use crate::recorder::Recorder;
 use gantry_sdk::{ObjectRef as SdkRef, Trigger};
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::{Selector, SelectorExt};
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};

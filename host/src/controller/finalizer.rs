@@ -78,6 +78,34 @@ pub async fn remove(
     set(ctx, parent, without(parent, finalizer)).await
 }
 
+/// Remove the binding's `finalizer` from `parent` because the binding
+/// `why` (no longer finalizes, was deleted), with a Normal Event saying so.
+/// A parent without it is left alone.
+pub async fn release(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    finalizer: &str,
+    why: &str,
+) -> Result<(), ReconcileError> {
+    if !has(parent, finalizer) {
+        return Ok(());
+    }
+    remove(ctx, parent, finalizer).await?;
+    let message = format!(
+        "binding {} {why}: its finalizer {finalizer} is removed, and the plugin is not called to finalize",
+        ctx.name
+    );
+    super::reconcile::publish(
+        ctx,
+        parent,
+        kube::runtime::events::EventType::Normal,
+        "FinalizerRemoved",
+        &message,
+    )
+    .await;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -85,6 +85,10 @@ async fn reconcile_inner(
             // The update triggers the next reconcile, which sees the finalizer.
             return Ok(Action::await_change());
         }
+        Entry::RemoveFinalizer => {
+            finalizer::release(ctx, parent, &finalizer_name, "no longer finalizes").await?;
+            return Ok(Action::await_change());
+        }
         Entry::CallPlugin => {}
     }
     if !ctx.caches_ready(Duration::from_secs(30)).await {
@@ -193,6 +197,9 @@ pub enum Entry {
     Forget,
     /// A finalizing binding's parent without its finalizer: add it first.
     AddFinalizer,
+    /// The binding no longer finalizes, but the parent holds its
+    /// finalizer, which nothing would ever remove: remove it.
+    RemoveFinalizer,
     /// Call the plugin (with `finalizing` when the parent is going).
     CallPlugin,
 }
@@ -200,9 +207,10 @@ pub enum Entry {
 /// How the reconcile of a parent begins: `deleting` it, for a binding that
 /// `finalize`s or not, the parent holding its finalizer or not.
 pub fn entry(deleting: bool, finalize: bool, holds_finalizer: bool) -> Entry {
-    match (deleting, finalize && holds_finalizer) {
-        (true, false) => Entry::Forget,
-        (false, _) if finalize && !holds_finalizer => Entry::AddFinalizer,
+    match (finalize, holds_finalizer, deleting) {
+        (false, true, _) => Entry::RemoveFinalizer,
+        (true, false, false) => Entry::AddFinalizer,
+        (_, false, true) => Entry::Forget,
         _ => Entry::CallPlugin,
     }
 }
@@ -420,8 +428,10 @@ mod tests {
         assert_eq!(entry(true, true, true), Entry::CallPlugin);
         // Going without our finalizer (finalized already, or never had it).
         assert_eq!(entry(true, true, false), Entry::Forget);
-        // A binding switched to finalize: false keeps calling the plugin.
-        assert_eq!(entry(false, false, true), Entry::CallPlugin);
+        // A binding switched to finalize: false lets go of its finalizer,
+        // also on a parent that is going.
+        assert_eq!(entry(false, false, true), Entry::RemoveFinalizer);
+        assert_eq!(entry(true, false, true), Entry::RemoveFinalizer);
     }
 
     #[test]

@@ -162,6 +162,17 @@ pub fn synced() -> Condition {
     )
 }
 
+/// `Synced=Unknown`, reason `BindingRemoved`: the binding `binding` that
+/// reconciled the parent is gone, so nothing keeps it as desired any more.
+pub fn binding_removed(binding: &str) -> Condition {
+    conditions::condition(
+        SYNCED,
+        ConditionStatus::Unknown,
+        "BindingRemoved",
+        &format!("binding {binding} was deleted; this object is no longer reconciled"),
+    )
+}
+
 /// `Synced=False` with `reason` and `message`.
 pub fn not_synced(reason: &str, message: &str) -> Condition {
     conditions::condition(SYNCED, ConditionStatus::False, reason, message)

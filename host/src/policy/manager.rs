@@ -11,7 +11,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use kube::Client;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 
 use super::binding::{
     self, DIGEST_ANNOTATION, POLICY_KEY, POLICY_LABEL, PolicyBinding, PolicySpec,
@@ -19,6 +19,7 @@ use super::binding::{
 use super::{LoadedPolicy, Policies};
 use crate::binding::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
 use crate::binding::source::{FetchSettings, Fetcher, PluginSource};
+use crate::recorder::Recorder;
 use crate::runtime::{CallError, PolicyPlugin, Runtime};
 
 /// Annotation on the ConfigMap: where the policy in service was fetched

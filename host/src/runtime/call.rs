@@ -38,12 +38,39 @@ fn call_failure(store: &Store<CallState>, limits: &Limits, error: wasmtime::Erro
         };
     }
     let stderr = store.data().stderr_text();
-    let mut message = format!("{error:#}");
-    if !stderr.is_empty() {
-        message.push_str("; plugin stderr: ");
-        message.push_str(&stderr);
+    // The wasm backtrace is for the log; what users read (a condition, an
+    // Event) starts with the panic message.
+    tracing::debug!(backtrace = %format!("{error:?}"), "plugin trapped");
+    CallError::Trap {
+        message: trap_message(&error.root_cause().to_string(), &stderr),
     }
-    CallError::Trap { message }
+}
+
+/// Most of a plugin's stderr kept in a trap's message.
+const STDERR_IN_MESSAGE: usize = 1024;
+
+/// What a trap says first: the panic message the plugin wrote to stderr
+/// (Rust's `panicked at FILE:LINE:COL:` is followed by it), with the trap
+/// itself after; without a panic message, the trap and the start of stderr.
+pub(crate) fn trap_message(trap: &str, stderr: &str) -> String {
+    let panic = stderr.split_once("panicked at ").and_then(|(_, rest)| {
+        let (location, message) = rest.split_once('\n')?;
+        let message: Vec<&str> = message
+            .lines()
+            .take_while(|line| !line.starts_with("note: "))
+            .collect();
+        let message = message.join("\n");
+        let location = location.trim_end_matches(':');
+        (!message.trim().is_empty()).then(|| format!("{} (at {location})", message.trim()))
+    });
+    match panic {
+        Some(panic) => format!("{panic}; {trap}"),
+        None if stderr.trim().is_empty() => trap.to_string(),
+        None => {
+            let cut: String = stderr.trim().chars().take(STDERR_IN_MESSAGE).collect();
+            format!("{trap}; plugin stderr: {cut}")
+        }
+    }
 }
 
 /// Drive `make()`'s future to its end from synchronous code: on this
@@ -108,4 +135,28 @@ pub(crate) fn run<G, R: Send>(
     });
     drop(slot);
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_panic_message_comes_first() {
+        let stderr = "thread '<unnamed>' panicked at src/lib.rs:61:13:\nfanout traps on purpose (100% of calls)\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        let message = trap_message("wasm trap: wasm `unreachable` instruction executed", stderr);
+        assert_eq!(
+            message,
+            "fanout traps on purpose (100% of calls) (at src/lib.rs:61:13); wasm trap: wasm `unreachable` instruction executed"
+        );
+        assert_eq!(
+            trap_message("wasm trap: stack overflow", ""),
+            "wasm trap: stack overflow"
+        );
+        let other = trap_message("wasm trap: out of bounds", "some log line\n");
+        assert_eq!(
+            other,
+            "wasm trap: out of bounds; plugin stderr: some log line"
+        );
+    }
 }
