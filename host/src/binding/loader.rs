@@ -131,10 +131,12 @@ pub trait Lifecycle: Send + 'static {
     /// holds; the refusal says which.
     fn conflict(spec: &Self::Spec, other_cm: &str, other: &Self::Spec) -> Option<Refusal>;
 
-    /// Make a version ready: fetch its component through `plugin`, then
-    /// load and check it. Runs in a task of its own.
+    /// Make a version of ConfigMap `cm_name` ready: fetch its component
+    /// through `plugin`, then load and check it (against the version
+    /// serving, if the kind compares them). Runs in a task of its own.
     fn prepare(
         &self,
+        cm_name: &str,
         spec: Arc<Self::Spec>,
         plugin: PendingPlugin,
     ) -> impl Future<Output = Result<Self::Ready, Refusal>> + Send + 'static;
@@ -402,7 +404,7 @@ impl<L: Lifecycle> Loader<L> {
             fetcher: self.fetcher.clone(),
         };
         let remote = plugin.is_remote();
-        let work = self.lifecycle.prepare(spec.clone(), plugin);
+        let work = self.lifecycle.prepare(&name, spec.clone(), plugin);
         let tx = self.prepared_tx.clone();
         let task = tokio::spawn(async move {
             let result = work.await;

@@ -130,6 +130,10 @@ pub struct BindingSpec {
     /// `binaryData` (for components larger than a ConfigMap holds).
     #[serde(default)]
     pub source: Option<SourceSpec>,
+    /// How a new version goes into service: shadow-run first, and what it
+    /// may fail or change.
+    #[serde(default)]
+    pub rollout: super::rollout::RolloutSpec,
 }
 
 fn default_resync() -> u64 {

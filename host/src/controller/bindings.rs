@@ -95,6 +95,8 @@ pub struct Ready {
     spec: Arc<BindingSpec>,
     plugin: Arc<ReconcilerPlugin>,
     source: Option<String>,
+    /// What its shadow run found, if it had one.
+    shadow: Option<String>,
 }
 
 /// What the bindings react to besides their ConfigMaps.
@@ -175,11 +177,19 @@ impl Lifecycle for Bindings {
 
     fn prepare(
         &self,
+        cm_name: &str,
         spec: Arc<BindingSpec>,
         plugin: PendingPlugin,
     ) -> impl Future<Output = Result<Ready, Refusal>> + Send + 'static {
         let runtime = self.runtime.clone();
         let metrics = self.shared.metrics.clone();
+        // The version serving, if the new one watches the same kinds: the
+        // new one is shadow-run against it on its parents.
+        let running = self
+            .controllers
+            .get(cm_name)
+            .filter(|a| spec.rollout.shadow && a.spec.same_watches(&spec))
+            .map(|a| a.ctx.clone());
         async move {
             let remote = plugin.is_remote();
             let started = std::time::Instant::now();
@@ -200,10 +210,27 @@ impl Lifecycle for Bindings {
                 .validate_config(spec.config.clone(), spec.call_limits())
                 .await
                 .map_err(|e| Refusal::new("InvalidConfig", e.to_string()))?;
+            let shadow = match running {
+                Some(ctx) if ctx.caches_synced() => {
+                    let report = super::rollout::shadow_run(&ctx, &plugin, &spec).await;
+                    metrics.record_shadow(
+                        &spec.name,
+                        report.unchanged,
+                        report.changed,
+                        report.failed,
+                    );
+                    if let Some(why) = report.refusal(&spec.rollout) {
+                        return Err(Refusal::new("ShadowRunFailed", why));
+                    }
+                    Some(report.summary())
+                }
+                _ => None,
+            };
             Ok(Ready {
                 spec,
                 plugin,
                 source: bytes.source,
+                shadow,
             })
         }
     }
@@ -213,6 +240,7 @@ impl Lifecycle for Bindings {
             spec,
             plugin,
             source,
+            shadow,
         } = ready;
         let current = Current {
             plugin: plugin.clone(),
@@ -245,9 +273,10 @@ impl Lifecycle for Bindings {
         Ok(Installed {
             digest: plugin.digest().to_string(),
             message: format!(
-                "plugin sha256:{}{from} in service for {}",
+                "plugin sha256:{}{from} in service for {}{}",
                 plugin.digest(),
-                spec.parent
+                spec.parent,
+                shadow.map(|s| format!(" ({s})")).unwrap_or_default()
             ),
             source,
         })

@@ -99,6 +99,7 @@ pub struct Metrics {
     plugin_swaps: Family<BindingLabel, Counter>,
     plugin_load_failures: Family<BindingLabel, Counter>,
     fetches: Family<OutcomeLabels, Counter>,
+    shadow_parents: Family<OutcomeLabels, Counter>,
     fetch_duration: Histograms<BindingLabel>,
     queue_depth: Family<BindingLabel, Gauge>,
     in_flight: Family<BindingLabel, Gauge>,
@@ -126,6 +127,7 @@ impl Default for Metrics {
             plugin_swaps: Family::default(),
             plugin_load_failures: Family::default(),
             fetches: Family::default(),
+            shadow_parents: Family::default(),
             fetch_duration: Family::new_with_constructor(fetch_histogram),
             queue_depth: Family::default(),
             in_flight: Family::default(),
@@ -189,6 +191,11 @@ impl Default for Metrics {
             "plugin_load_failures",
             "Plugin versions refused (the one in service kept serving)",
             m.plugin_load_failures.clone(),
+        );
+        r.register(
+            "shadow_parents",
+            "Parents a new plugin version was shadow-run on, by outcome (unchanged, changed, failed)",
+            m.shadow_parents.clone(),
         );
         r.register(
             "plugin_fetches",
@@ -373,6 +380,23 @@ impl Metrics {
         }
         let _ = self.queue_depth.get_or_create(label);
         let _ = self.in_flight.get_or_create(label);
+    }
+
+    /// A shadow run of a new version of `binding` compared its answers:
+    /// `unchanged`, `changed` and `failed` parents.
+    pub fn record_shadow(&self, binding: &str, unchanged: u64, changed: u64, failed: u64) {
+        for (outcome, count) in [
+            ("unchanged", unchanged),
+            ("changed", changed),
+            ("failed", failed),
+        ] {
+            self.shadow_parents
+                .get_or_create(&OutcomeLabels {
+                    binding: binding.to_string(),
+                    outcome: outcome.to_string(),
+                })
+                .inc_by(count);
+        }
     }
 
     /// A remote plugin download ended (`ok` or not) after `took`.

@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod names;
 pub mod readiness;
 pub mod reconcile;
+pub mod rollout;
 pub mod shard;
 pub mod status;
 

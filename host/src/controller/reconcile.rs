@@ -12,6 +12,7 @@ use kube::{Resource, ResourceExt};
 use tracing::Instrument;
 
 use super::apply::Intent;
+use super::binding::BindingSpec;
 use super::context::{BindingContext, ParentState, object_key};
 use super::guardrails::{self, DesiredChild, Rules};
 use super::status::{self, Outcome};
@@ -95,20 +96,7 @@ async fn reconcile_inner(
         return Err(ReconcileError::CachesNotReady);
     }
 
-    let uid = parent.uid().unwrap_or_default();
-    let observed = ctx
-        .observed_children(&uid)
-        .into_iter()
-        .map(|(index, obj)| ctx.children[index].info.to_json(&obj))
-        .collect();
-    let request = Request {
-        parent: ctx.parent.to_json(parent),
-        observed,
-        related: ctx.related_objects(parent.namespace().as_deref()),
-        config: spec.config.clone(),
-        finalizing: deleting,
-        trigger,
-    };
+    let request = request(ctx, parent, spec, trigger);
 
     let plugin = &current.plugin;
     let called = std::time::Instant::now();
@@ -140,22 +128,10 @@ async fn reconcile_inner(
             .await;
         }
     };
-    let desired = match check_guardrails(ctx, parent, &response).await {
-        Ok(desired) => desired,
-        Err(violations) => {
-            return fail(
-                ctx,
-                parent,
-                current.plugin.digest(),
-                ReconcileError::Guardrails(violations),
-            )
-            .await;
-        }
+    let intents = match checked_intents(ctx, parent, spec, &response).await {
+        Ok(intents) => intents,
+        Err(error) => return fail(ctx, parent, current.plugin.digest(), error).await,
     };
-    let intents = apply::intents(ctx, parent, desired);
-    if let Err(error) = judge(ctx, &spec.guardrail_policies, &intents).await {
-        return fail(ctx, parent, current.plugin.digest(), error).await;
-    }
     if let Err(error) = write_children(ctx, parent, &intents).await {
         return fail(ctx, parent, current.plugin.digest(), error).await;
     }
@@ -187,6 +163,47 @@ async fn reconcile_inner(
         response.requeue_after,
         spec.resync(),
     )))
+}
+
+/// The request the plugin of `spec` gets for `parent`: observed children and
+/// related objects from the caches, the binding's config, `finalizing` when
+/// the parent is going.
+pub fn request(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    spec: &BindingSpec,
+    trigger: gantry_sdk::Trigger,
+) -> Request {
+    let uid = parent.uid().unwrap_or_default();
+    let observed = ctx
+        .observed_children(&uid)
+        .into_iter()
+        .map(|(index, obj)| ctx.children[index].info.to_json(&obj))
+        .collect();
+    Request {
+        parent: ctx.parent.to_json(parent),
+        observed,
+        related: ctx.related_objects(parent.namespace().as_deref()),
+        config: spec.config.clone(),
+        finalizing: parent.meta().deletion_timestamp.is_some(),
+        trigger,
+    }
+}
+
+/// The intents of a plugin's `response` for `parent`, once the guardrails
+/// and the binding's guardrail policies let them through.
+pub async fn checked_intents(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    spec: &BindingSpec,
+    response: &Response,
+) -> Result<Vec<Intent>, ReconcileError> {
+    let desired = check_guardrails(ctx, parent, response)
+        .await
+        .map_err(ReconcileError::Guardrails)?;
+    let intents = apply::intents(ctx, parent, desired);
+    judge(ctx, &spec.guardrail_policies, &intents).await?;
+    Ok(intents)
 }
 
 /// How a reconcile begins, from the parent's deletion and finalizer.

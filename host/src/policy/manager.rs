@@ -139,6 +139,7 @@ impl Lifecycle for Manager {
 
     fn prepare(
         &self,
+        _cm_name: &str,
         spec: Arc<PolicySpec>,
         plugin: PendingPlugin,
     ) -> impl Future<Output = Result<Ready, Refusal>> + Send + 'static {

@@ -8,7 +8,9 @@
 //! `too-many-children`, `invalid-json`, `not-an-object`, `missing-name`,
 //! `echo` (a ConfigMap `<parent>-echo` naming the related and observed
 //! objects and the trigger), `chatty` (writes to stdout/stderr and the log; ConfigMap `<parent>-chatty`), `counter` (names its
-//! child after a global call counter), `error`.
+//! child after a global call counter), `error`, and `fail-for` (an error for
+//! the parents named in `names`, like `ok` for the others). `ok` puts the
+//! config's `value`, if any, into its ConfigMap's data.
 //!
 //! Behaviours that attack the host rather than break the contract:
 //! `sleep` (blocks in a WASI clock for `millis`, default 5000, then like
@@ -240,7 +242,36 @@ mod component {
                     reason: "Refused".into(),
                     retryable: true,
                 }),
-                _ => Ok(response(vec![config_map(&format!("{parent}-fine"))])),
+                "fail-for" => {
+                    let names = serde_json::from_str::<Value>(&request.config)
+                        .ok()
+                        .and_then(|c| c.get("names").cloned())
+                        .unwrap_or_default();
+                    if names
+                        .as_array()
+                        .is_some_and(|n| n.iter().any(|n| *n == parent))
+                    {
+                        Err(PluginError {
+                            message: format!("the hostile plugin fails for {parent}"),
+                            reason: "Refused".into(),
+                            retryable: false,
+                        })
+                    } else {
+                        Ok(response(vec![config_map(&format!("{parent}-fine"))]))
+                    }
+                }
+                _ => {
+                    // `ok`, with the config's `value` (if any) in the child.
+                    let value = serde_json::from_str::<Value>(&request.config)
+                        .ok()
+                        .and_then(|c| c.get("value").cloned());
+                    let mut child: Value =
+                        serde_json::from_str(&config_map(&format!("{parent}-fine"))).unwrap();
+                    if let Some(value) = value {
+                        child["data"] = json!({"value": value});
+                    }
+                    Ok(response(vec![child.to_string()]))
+                }
             }
         }
     }
