@@ -225,11 +225,16 @@ async fn children_no_longer_desired_are_pruned_and_failures_prune_nothing(backen
     let stranger = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "stranger", "namespace": "default", "labels": {"gantry.dev/binding": "widgets"}}});
     env.apply(stranger).await;
 
-    // The plugin now fails: Synced=False, Warning Event, nothing pruned, retried.
+    // The plugin now fails: Synced=False, Warning Event, nothing pruned,
+    // retried. (A shadow run would refuse this version; it is turned off
+    // to put a failing version into service.)
     let hostile = example_plugin("hostile").unwrap();
     env.bind(
         "widgets",
-        &widget_binding("error", &["v1 ConfigMap"], 300),
+        &format!(
+            "{}rollout: {{shadow: false}}\n",
+            widget_binding("error", &["v1 ConfigMap"], 300)
+        ),
         &hostile,
     )
     .await;
