@@ -16,7 +16,7 @@ use rand::RngCore;
 use subtle::ConstantTimeEq;
 
 use crate::config::Config;
-use crate::status::{ApiError, Details};
+use crate::error::{ApiError, Details};
 
 /// A fresh random bearer token (256 bits, base64url).
 pub fn new_token() -> String {

@@ -8,8 +8,8 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::config::Config;
+use crate::error::{ApiError, ApiResult};
 use crate::registry::{Registry, ResourceInfo};
-use crate::status::{ApiError, ApiResult};
 use crate::storage::{Event, Store, View, Write};
 
 /// Counts of successful mutating requests, by (verb, resource).

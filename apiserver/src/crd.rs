@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::discovery::version_priority;
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::{CrdVersion, Registry, ResourceInfo, ScalePaths};
-use crate::status::{ApiError, ApiResult, Cause};
 
 /// The CRD API group.
 pub const GROUP: &str = "apiextensions.k8s.io";

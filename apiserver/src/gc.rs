@@ -167,7 +167,7 @@ fn plan(view: &View<'_>) -> Vec<Write> {
             for (k, o) in &content {
                 p.delete(k, o);
             }
-            if content.is_empty() && crate::hooks::spec_finalizers_nonempty(obj) {
+            if content.is_empty() && crate::strategy::spec_finalizers_nonempty(obj) {
                 let mut n = (**obj).clone();
                 n["spec"]["finalizers"] = json!([]);
                 if fins.is_empty() {

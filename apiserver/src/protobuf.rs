@@ -13,7 +13,7 @@ use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use prost::Message;
 use serde_json::{Map, Value, json};
 
-use crate::status::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult};
 
 /// The 4-byte prefix of Kubernetes protobuf bodies.
 const MAGIC: &[u8] = b"k8s\0";

@@ -9,8 +9,8 @@ use k8s_openapi::api::admissionregistration::v1 as admreg;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Value, json};
 
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::ResourceInfo;
-use crate::status::{ApiError, ApiResult, Cause};
 
 /// Mutating or validating.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,9 +14,9 @@ use tracing::Instrument;
 use super::config::{Webhook, WebhookKind};
 use super::{Attributes, matching, review};
 use crate::app::{App, present};
+use crate::error::{ApiError, ApiResult};
 use crate::objects::admission::{FieldValidation, check_type_meta, normalize};
 use crate::registry::ResourceInfo;
-use crate::status::{ApiError, ApiResult};
 
 /// Why a call failed (kube's `ErrCallingWebhook`): subject to the failure policy.
 struct CallError(String);
@@ -142,7 +142,7 @@ async fn call(
         webhook = %hook.name,
         configuration = %hook.configuration,
         operation = a.operation.as_str(),
-        resource = %crate::status::qualified(&a.info.group, &a.info.plural),
+        resource = %crate::error::qualified(&a.info.group, &a.info.plural),
     );
     let started = Instant::now();
     let body = serde_json::to_vec(&review).expect("JSON serializes");

@@ -9,8 +9,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
 use super::{Attributes, Operation, Webhook};
+use crate::error::Cause;
 use crate::registry::{Registry, ResourceInfo};
-use crate::status::Cause;
 
 fn is_namespaces(info: &ResourceInfo) -> bool {
     info.group.is_empty() && info.plural == "namespaces"

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use axum::response::Response;
 
 use crate::app::App;
+use crate::error::{ApiError, ApiResult};
 use crate::http::request::{ResourceRequest, Verb};
-use crate::status::{ApiError, ApiResult};
 
 /// Routes a parsed resource request to its handler.
 pub async fn dispatch(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {

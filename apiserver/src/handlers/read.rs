@@ -7,10 +7,10 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::app::{App, present};
+use crate::error::{ApiError, ApiResult};
 use crate::http::request::ResourceRequest;
 use crate::http::respond::json_response;
 use crate::selectors::{FieldSelector, LabelSelector, Selectors};
-use crate::status::{ApiError, ApiResult};
 use crate::table::{IncludeObject, partial_object_metadata, table};
 
 /// GET one object.

@@ -7,12 +7,12 @@ use serde_json::{Value, json};
 
 use crate::admission::{self as adm, Attributes, Operation};
 use crate::app::{App, present};
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::http::body;
 use crate::http::request::ResourceRequest;
 use crate::http::respond::json_response;
 use crate::objects::{fieldmanager, meta};
 use crate::registry::{ResourceInfo, ScalePaths};
-use crate::status::{ApiError, ApiResult, Cause};
 use crate::storage::Write;
 
 fn pointer(path: &str) -> String {

@@ -11,7 +11,7 @@ pub const MAX_DEPTH: usize = 128;
 
 /// 400 when `body` nests deeper than [`MAX_DEPTH`]: YAML media types are scanned as
 /// YAML, everything else as JSON (protobuf decoding has its own recursion limit).
-pub fn check(content_type: &str, body: &[u8]) -> Result<(), crate::status::ApiError> {
+pub fn check(content_type: &str, body: &[u8]) -> Result<(), crate::error::ApiError> {
     let media = content_type.split(';').next().unwrap_or("").trim();
     let (deep, what) = if media.contains("protobuf") {
         (false, "")
@@ -21,7 +21,7 @@ pub fn check(content_type: &str, body: &[u8]) -> Result<(), crate::status::ApiEr
         (json_exceeds(body, MAX_DEPTH), "error decoding JSON body")
     };
     if deep {
-        return Err(crate::status::ApiError::bad_request(format!(
+        return Err(crate::error::ApiError::bad_request(format!(
             "{what}: exceeded max depth of {MAX_DEPTH}"
         )));
     }

@@ -18,7 +18,7 @@ use axum::response::Response;
 use hyper::{Method, Request};
 
 use crate::app::App;
-use crate::status::ApiError;
+use crate::error::ApiError;
 use crate::{discovery, handlers, openapi};
 use request::{Query, ResourceRequest, Verb};
 use respond::{error_response, json_response};

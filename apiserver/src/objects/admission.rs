@@ -4,8 +4,8 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::ResourceInfo;
-use crate::status::{ApiError, ApiResult, Cause};
 
 /// `?fieldValidation=`: what to do with unknown or duplicate fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! kube's `ValidateFieldManager` (apimachinery meta/v1 validation): at most 128
 //! bytes, printable characters only; 422 on the request's options kind.
 
-use crate::status::{ApiError, Cause};
+use crate::error::{ApiError, Cause};
 
 /// kube's `FieldManagerMaxLength`.
 pub const MAX_LEN: usize = 128;

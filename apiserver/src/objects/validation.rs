@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
+use crate::error::Cause;
 use crate::registry::ResourceInfo;
-use crate::status::Cause;
 
 fn required(field: &str, detail: &str) -> Cause {
     let msg = if detail.is_empty() {

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
+use crate::error::ApiResult;
 use crate::registry::ResourceInfo;
-use crate::status::ApiResult;
 
 fn is(info: &ResourceInfo, group: &str, plural: &str) -> bool {
     info.group == group && info.plural == plural
@@ -88,11 +88,11 @@ pub fn on_update(
                     .pointer("/metadata/name")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                return Err(crate::status::ApiError::invalid(
+                return Err(crate::error::ApiError::invalid(
                     &info.group,
                     &info.kind,
                     name,
-                    vec![crate::status::Cause::new(
+                    vec![crate::error::Cause::new(
                         "FieldValueForbidden",
                         "Forbidden: field is immutable when `immutable` is set",
                         f,
