@@ -29,28 +29,27 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
 }
 
 /// Gives a Service a cluster IP from 10.96.0.0/12 (as kube's allocator does; uniqueness
-/// is only probabilistic here), unless it has one, is headless or ExternalName.
+/// is only probabilistic here), unless it has one, is headless or `ExternalName`.
 fn allocate_cluster_ip(svc: &mut Value) {
     use rand::Rng;
     let spec = &mut svc["spec"];
     if spec["type"] == "ExternalName" {
         return;
     }
-    let ip = match spec
+    let ip = if let Some(ip) = spec
         .get("clusterIP")
         .and_then(Value::as_str)
         .filter(|ip| !ip.is_empty())
     {
-        Some(ip) => ip.to_string(),
-        None => {
-            let mut rng = rand::rng();
-            format!(
-                "10.{}.{}.{}",
-                rng.random_range(96..112),
-                rng.random_range(0..=255),
-                rng.random_range(1..255)
-            )
-        }
+        ip.to_string()
+    } else {
+        let mut rng = rand::rng();
+        format!(
+            "10.{}.{}.{}",
+            rng.random_range(96..112),
+            rng.random_range(0..=255),
+            rng.random_range(1..255)
+        )
     };
     spec["clusterIP"] = json!(ip);
     if spec.get("clusterIPs").is_none_or(Value::is_null) {

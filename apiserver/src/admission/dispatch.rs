@@ -198,7 +198,7 @@ fn as_version(info: &ResourceInfo, obj: &Value) -> Value {
 }
 
 /// Applies the failure policy to a failed call: Fail → 500, Ignore → logged.
-fn failed(hook: &Webhook, e: CallError) -> ApiResult<()> {
+fn failed(hook: &Webhook, e: &CallError) -> ApiResult<()> {
     let msg = format!("failed calling webhook {:?}: {}", hook.name, e.0);
     if hook.fail {
         Err(internal(msg))
@@ -238,7 +238,7 @@ pub async fn mutate(
             let outcome = match call(app, hook, a, current.as_ref(), old).await? {
                 Ok(o) => o,
                 Err(e) => {
-                    failed(hook, e)?;
+                    failed(hook, &e)?;
                     continue;
                 }
             };
@@ -325,7 +325,7 @@ pub async fn validate(
         match r? {
             Ok(Outcome::Allowed { warnings: w, .. }) => warnings.extend(w),
             Ok(Outcome::Skipped) => {}
-            Err(e) => failed(hook, e)?,
+            Err(e) => failed(hook, &e)?,
         }
     }
     Ok(warnings)

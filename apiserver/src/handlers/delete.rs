@@ -19,14 +19,14 @@ use crate::objects::meta;
 use crate::registry::ResourceInfo;
 use crate::storage::{View, Write};
 
-/// Parsed DeleteOptions (body and query).
+/// Parsed `DeleteOptions` (body and query).
 #[derive(Clone, Debug)]
 struct DeleteOptions {
     uid: Option<String>,
     resource_version: Option<String>,
     policy: Option<Propagation>,
     dry_run: bool,
-    /// The DeleteOptions object webhooks see.
+    /// The `DeleteOptions` object webhooks see.
     json: Value,
 }
 
@@ -227,12 +227,12 @@ pub async fn delete(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     };
     Ok(match out {
         Deleted::Pending(o) => {
-            let stored = events.first().map(|e| (*e.object).clone()).unwrap_or(o);
+            let stored = events.first().map_or(o, |e| (*e.object).clone());
             json_response(200, &present(&info, &stored), &[])
         }
         Deleted::Gone(o) => {
             if info.is_custom() {
-                let stored = events.first().map(|e| (*e.object).clone()).unwrap_or(o);
+                let stored = events.first().map_or(o, |e| (*e.object).clone());
                 json_response(200, &present(&info, &stored), &[])
             } else {
                 let status = success_status(

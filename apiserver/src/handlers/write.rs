@@ -218,7 +218,7 @@ pub(super) async fn commit_create(app: &Arc<App>, ctx: &WriteCtx, obj: Value) ->
             Ok((obj, writes))
         })
         .await?;
-    Ok(events.first().map(|e| (*e.object).clone()).unwrap_or(obj))
+    Ok(events.first().map_or(obj, |e| (*e.object).clone()))
 }
 
 /// POST: create an object.
@@ -417,7 +417,7 @@ async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResul
             continue;
         };
         // Return what was stored (with its resourceVersion).
-        let stored = events.first().map(|e| (*e.object).clone()).unwrap_or(new);
+        let stored = events.first().map_or(new, |e| (*e.object).clone());
         return Ok(json_response(200, &present(&info, &stored), &warnings));
     }
     Err(ApiError::stale(&info.group, &info.plural, &ctx.name))

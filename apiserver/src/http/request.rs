@@ -129,8 +129,8 @@ pub fn parse_resource_path(rest: &[&str]) -> Option<ResourcePath> {
     Some(ResourcePath {
         namespace,
         resource: rest[0].to_string(),
-        name: rest.get(1).map(|s| s.to_string()),
-        subresource: rest.get(2).map(|s| s.to_string()),
+        name: rest.get(1).map(ToString::to_string),
+        subresource: rest.get(2).map(ToString::to_string),
     })
 }
 

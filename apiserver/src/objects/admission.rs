@@ -22,7 +22,7 @@ impl FieldValidation {
     /// Parses the query value (absent → Warn).
     pub fn parse(v: Option<&str>) -> ApiResult<Self> {
         match v {
-            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+            None | Some("" | "Warn") => Ok(FieldValidation::Warn),
             Some("Ignore") => Ok(FieldValidation::Ignore),
             Some("Strict") => Ok(FieldValidation::Strict),
             Some(other) => Err(ApiError::bad_request(format!(
