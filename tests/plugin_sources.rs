@@ -27,7 +27,12 @@ fn url_source(url: String) -> PluginSource {
 /// Bytes that stand for a component (the fetcher does not parse them).
 fn component(size: usize, seed: u8) -> Vec<u8> {
     let mut bytes = b"\0asm\x0d\0\x01\0".to_vec();
-    bytes.extend((0..size).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)));
+    bytes.extend(
+        (0..=u8::MAX)
+            .cycle()
+            .take(size)
+            .map(|i| i.wrapping_mul(31).wrapping_add(seed)),
+    );
     bytes
 }
 
@@ -43,16 +48,13 @@ async fn http_downloads_are_verified_cached_retried_and_capped() {
     // Two 503s, then the file: retried with backoff.
     server.fail_next(2);
     let started = Instant::now();
-    let fetched = fetcher
+    let first = fetcher
         .fetch(&url_source(server.url("p.wasm")), Some(&digest))
         .await
         .expect("fetched after retries");
     let download = started.elapsed();
-    assert_eq!(
-        (fetched.bytes.len(), &fetched.digest),
-        (bytes.len(), &digest)
-    );
-    assert!(!fetched.from_cache);
+    assert_eq!((first.bytes.len(), &first.digest), (bytes.len(), &digest));
+    assert!(!first.from_cache);
     assert_eq!(server.hits("p.wasm"), 3);
     let cached = cache.path().join("sha256").join(&digest);
     assert_eq!(std::fs::read(&cached).unwrap(), bytes);
@@ -202,15 +204,15 @@ async fn oci_artifacts_are_pushed_resolved_verified_and_cached() {
         insecure: true,
     };
     let started = Instant::now();
-    let fetched = fetcher.fetch(&by_tag, None).await.expect("pull by tag");
+    let pulled = fetcher.fetch(&by_tag, None).await.expect("pull by tag");
     eprintln!(
         "pulled 8 MiB from the loopback registry in {:?}",
         started.elapsed()
     );
-    assert_eq!(fetched.bytes, bytes);
-    assert_eq!(fetched.digest, digest);
-    assert!(!fetched.from_cache);
-    assert_eq!(fetched.resolved.as_deref(), Some(pushed.reference.as_str()));
+    assert_eq!(pulled.bytes, bytes);
+    assert_eq!(pulled.digest, digest);
+    assert!(!pulled.from_cache);
+    assert_eq!(pulled.resolved.as_deref(), Some(pushed.reference.as_str()));
 
     // The CNCF Wasm artifact layout.
     let client = oci::client(&reference, true, &settings);
@@ -274,11 +276,11 @@ async fn oci_artifacts_are_pushed_resolved_verified_and_cached() {
 
 #[tokio::test]
 async fn an_oci_image_that_is_not_a_wasm_artifact_is_refused() {
+    use oci_client::client::{Config, ImageLayer};
+    use oci_client::secrets::RegistryAuth;
     let Some(registry) = Registry::start().await else {
         return;
     };
-    use oci_client::client::{Config, ImageLayer};
-    use oci_client::secrets::RegistryAuth;
     let reference: oci_client::Reference = format!("{}/images/tarball:v1", registry.host)
         .parse()
         .unwrap();

@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 /// How long the first convergence of the four bindings may take.
-const COMPILE_WAIT: Duration = Duration::from_secs(180);
+const COMPILE_WAIT: Duration = Duration::from_mins(3);
 
 use gantry::binding::source::{FetchSettings, oci};
 use gantry::controller::OperatorOptions;

@@ -16,7 +16,7 @@ use rand::RngCore;
 use subtle::ConstantTimeEq;
 
 use crate::config::Config;
-use crate::status::{ApiError, Details};
+use crate::error::{ApiError, Details};
 
 /// A fresh random bearer token (256 bits, base64url).
 pub fn new_token() -> String {
@@ -41,11 +41,15 @@ pub fn check(config: &Config, listen: SocketAddr, req: &Request<Body>) -> Result
         .headers()
         .get(hyper::header::HOST)
         .and_then(|h| h.to_str().ok())
-        .or_else(|| req.uri().authority().map(|a| a.as_str()));
+        .or_else(|| {
+            req.uri()
+                .authority()
+                .map(axum::http::uri::Authority::as_str)
+        });
     if let Some(host) = host
         && !is_local_host(host, listen)
     {
-        return Err(forbidden(format!(
+        return Err(forbidden(&format!(
             "Host {host:?} is neither loopback nor the address the server listens on; requests from web pages are refused"
         )));
     }
@@ -53,7 +57,7 @@ pub fn check(config: &Config, listen: SocketAddr, req: &Request<Body>) -> Result
         let origin = origin.to_str().unwrap_or("");
         let host = origin.split_once("://").map_or("", |(_, h)| h);
         if !is_local_host(host, listen) {
-            return Err(forbidden(format!(
+            return Err(forbidden(&format!(
                 "Origin {origin:?} is not local; requests from web pages are refused"
             )));
         }
@@ -66,7 +70,7 @@ pub fn check(config: &Config, listen: SocketAddr, req: &Request<Body>) -> Result
     }
 }
 
-fn forbidden(message: String) -> ApiError {
+fn forbidden(message: &str) -> ApiError {
     ApiError::Forbidden {
         message: format!("forbidden: {message}"),
         details: Details::default(),

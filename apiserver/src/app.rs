@@ -8,8 +8,8 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::config::Config;
+use crate::error::{ApiError, ApiResult};
 use crate::registry::{Registry, ResourceInfo};
-use crate::status::{ApiError, ApiResult};
 use crate::storage::{Event, Store, View, Write};
 
 /// Counts of successful mutating requests, by (verb, resource).
@@ -35,6 +35,7 @@ impl WriteCounts {
     }
 
     /// The writes made after `earlier` (a previous snapshot of the same counter).
+    #[must_use]
     pub fn since(&self, earlier: &WriteCounts) -> WriteCounts {
         let by_verb_resource = self
             .by_verb_resource
@@ -88,7 +89,10 @@ pub struct App {
 impl App {
     /// Records one successful mutating request.
     pub fn count_write(&self, verb: &str, resource: String) {
-        let mut w = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut w = self
+            .writes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         *w.by_verb_resource
             .entry((verb.to_string(), resource))
             .or_default() += 1;
@@ -117,7 +121,7 @@ impl App {
                     "message": e.to_string(), "code": 500,
                 })))
             }
-            e => ApiError::Internal(e.to_string()),
+            e @ crate::storage::StoreError::Durable(_) => ApiError::Internal(e.to_string()),
         })??;
         if !events.is_empty() {
             self.after_commit(&events);

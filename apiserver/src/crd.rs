@@ -1,4 +1,4 @@
-//! CustomResourceDefinitions: validation on write, status (NamesAccepted,
+//! CustomResourceDefinitions: validation on write, status (`NamesAccepted`,
 //! Established, acceptedNames, storedVersions), and turning a CRD into served
 //! resources in the [`Registry`].
 
@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::discovery::version_priority;
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::{CrdVersion, Registry, ResourceInfo, ScalePaths};
-use crate::status::{ApiError, ApiResult, Cause};
 
 /// The CRD API group.
 pub const GROUP: &str = "apiextensions.k8s.io";
@@ -45,8 +45,6 @@ fn is_dns_label(x: &str) -> bool {
 
 /// Validates a CRD and fills in defaults and status; `old` on update.
 pub fn admit(crd: &mut Value, old: Option<&Value>) -> ApiResult<()> {
-    let name = s(crd, "/metadata/name").to_string();
-    let mut causes: Vec<Cause> = vec![];
     fn invalid(field: &str, value: &str, detail: &str) -> Cause {
         Cause::new(
             "FieldValueInvalid",
@@ -54,6 +52,8 @@ pub fn admit(crd: &mut Value, old: Option<&Value>) -> ApiResult<()> {
             field,
         )
     }
+    let name = s(crd, "/metadata/name").to_string();
+    let mut causes: Vec<Cause> = vec![];
     let group = s(crd, "/spec/group").to_string();
     let plural = s(crd, "/spec/names/plural").to_string();
     let kind = s(crd, "/spec/names/kind").to_string();

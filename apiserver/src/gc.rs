@@ -22,8 +22,9 @@ pub async fn run(app: Arc<App>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let started = std::time::Instant::now();
         for _ in 0..1000 {
             match app.commit(|view| Ok(((), plan(view)))).await {
-                Ok((_, events)) if events.is_empty() => break,
-                Ok(_) => continue,
+                Ok(((), events)) if events.is_empty() => break,
+                // Something changed: run another pass.
+                Ok(_) => {}
                 Err(e) => {
                     tracing::warn!("controller pass failed: {e}");
                     break;
@@ -38,11 +39,11 @@ pub async fn run(app: Arc<App>, mut stop: tokio::sync::watch::Receiver<bool>) {
         // the next pass together. With few objects the rest is microseconds.
         let rest = started.elapsed() * 4;
         tokio::select! {
-            _ = app.controllers.notified() => {}
+            () = app.controllers.notified() => {}
             _ = stop.changed() => return,
         }
         tokio::select! {
-            _ = tokio::time::sleep(rest) => {}
+            () = tokio::time::sleep(rest) => {}
             _ = stop.changed() => return,
         }
     }
@@ -167,7 +168,7 @@ fn plan(view: &View<'_>) -> Vec<Write> {
             for (k, o) in &content {
                 p.delete(k, o);
             }
-            if content.is_empty() && crate::hooks::spec_finalizers_nonempty(obj) {
+            if content.is_empty() && crate::strategy::spec_finalizers_nonempty(obj) {
                 let mut n = (**obj).clone();
                 n["spec"]["finalizers"] = json!([]);
                 if fins.is_empty() {

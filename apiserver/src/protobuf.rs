@@ -13,7 +13,7 @@ use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use prost::Message;
 use serde_json::{Map, Value, json};
 
-use crate::status::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult};
 
 /// The 4-byte prefix of Kubernetes protobuf bodies.
 const MAGIC: &[u8] = b"k8s\0";
@@ -28,8 +28,8 @@ fn bad(e: impl std::fmt::Display) -> ApiError {
     ApiError::bad_request(format!("error decoding protobuf body: {e}"))
 }
 
-fn put_str(m: &mut Map<String, Value>, k: &str, v: &Option<String>) {
-    if let Some(v) = v.as_ref().filter(|v| !v.is_empty()) {
+fn put_str(m: &mut Map<String, Value>, k: &str, v: Option<&str>) {
+    if let Some(v) = v.filter(|v| !v.is_empty()) {
         m.insert(k.into(), json!(v));
     }
 }
@@ -37,10 +37,10 @@ fn put_str(m: &mut Map<String, Value>, k: &str, v: &Option<String>) {
 fn meta(m: Option<ObjectMeta>) -> Value {
     let Some(m) = m else { return json!({}) };
     let mut o = Map::new();
-    put_str(&mut o, "name", &m.name);
-    put_str(&mut o, "generateName", &m.generate_name);
-    put_str(&mut o, "namespace", &m.namespace);
-    put_str(&mut o, "resourceVersion", &m.resource_version);
+    put_str(&mut o, "name", m.name.as_deref());
+    put_str(&mut o, "generateName", m.generate_name.as_deref());
+    put_str(&mut o, "namespace", m.namespace.as_deref());
+    put_str(&mut o, "resourceVersion", m.resource_version.as_deref());
     if !m.labels.is_empty() {
         o.insert("labels".into(), json!(m.labels));
     }
@@ -56,10 +56,10 @@ fn meta(m: Option<ObjectMeta>) -> Value {
             .iter()
             .map(|r| {
                 let mut x = Map::new();
-                put_str(&mut x, "apiVersion", &r.api_version);
-                put_str(&mut x, "kind", &r.kind);
-                put_str(&mut x, "name", &r.name);
-                put_str(&mut x, "uid", &r.uid);
+                put_str(&mut x, "apiVersion", r.api_version.as_deref());
+                put_str(&mut x, "kind", r.kind.as_deref());
+                put_str(&mut x, "name", r.name.as_deref());
+                put_str(&mut x, "uid", r.uid.as_deref());
                 if let Some(c) = r.controller {
                     x.insert("controller".into(), json!(c));
                 }
@@ -92,21 +92,21 @@ fn vec_str(o: &mut Map<String, Value>, k: &str, v: &[String]) {
 
 fn container(c: &pb::Container) -> Value {
     let mut o = Map::new();
-    put_str(&mut o, "name", &c.name);
-    put_str(&mut o, "image", &c.image);
+    put_str(&mut o, "name", c.name.as_deref());
+    put_str(&mut o, "image", c.image.as_deref());
     vec_str(&mut o, "command", &c.command);
     vec_str(&mut o, "args", &c.args);
-    put_str(&mut o, "workingDir", &c.working_dir);
-    put_str(&mut o, "imagePullPolicy", &c.image_pull_policy);
+    put_str(&mut o, "workingDir", c.working_dir.as_deref());
+    put_str(&mut o, "imagePullPolicy", c.image_pull_policy.as_deref());
     if !c.ports.is_empty() {
         let ports: Vec<Value> = c
             .ports
             .iter()
             .map(|p| {
                 let mut x = Map::new();
-                put_str(&mut x, "name", &p.name);
+                put_str(&mut x, "name", p.name.as_deref());
                 opt(&mut x, "containerPort", p.container_port);
-                put_str(&mut x, "protocol", &p.protocol);
+                put_str(&mut x, "protocol", p.protocol.as_deref());
                 Value::Object(x)
             })
             .collect();
@@ -118,8 +118,8 @@ fn container(c: &pb::Container) -> Value {
             .iter()
             .map(|e| {
                 let mut x = Map::new();
-                put_str(&mut x, "name", &e.name);
-                put_str(&mut x, "value", &e.value);
+                put_str(&mut x, "name", e.name.as_deref());
+                put_str(&mut x, "value", e.value.as_deref());
                 Value::Object(x)
             })
             .collect();
@@ -129,7 +129,7 @@ fn container(c: &pb::Container) -> Value {
     Value::Object(o)
 }
 
-/// A pod template: metadata and the common PodSpec fields kubectl's generators set.
+/// A pod template: metadata and the common `PodSpec` fields kubectl's generators set.
 fn pod_template(t: Option<pb::PodTemplateSpec>) -> Value {
     let Some(t) = t else { return json!({}) };
     let mut spec = Map::new();
@@ -144,8 +144,12 @@ fn pod_template(t: Option<pb::PodTemplateSpec>) -> Value {
                 Value::Array(ps.init_containers.iter().map(container).collect()),
             );
         }
-        put_str(&mut spec, "restartPolicy", &ps.restart_policy);
-        put_str(&mut spec, "serviceAccountName", &ps.service_account_name);
+        put_str(&mut spec, "restartPolicy", ps.restart_policy.as_deref());
+        put_str(
+            &mut spec,
+            "serviceAccountName",
+            ps.service_account_name.as_deref(),
+        );
     }
     json!({ "metadata": meta(t.metadata), "spec": spec })
 }
@@ -239,8 +243,8 @@ pub fn decode(body: &[u8]) -> ApiResult<Value> {
             let svc = pb::Service::decode(raw.as_slice()).map_err(bad)?;
             let spec = svc.spec.unwrap_or_default();
             let mut sp = Map::new();
-            put_str(&mut sp, "type", &spec.r#type);
-            put_str(&mut sp, "clusterIP", &spec.cluster_ip);
+            put_str(&mut sp, "type", spec.r#type.as_deref());
+            put_str(&mut sp, "clusterIP", spec.cluster_ip.as_deref());
             if !spec.selector.is_empty() {
                 sp.insert("selector".into(), json!(spec.selector));
             }
@@ -249,8 +253,8 @@ pub fn decode(body: &[u8]) -> ApiResult<Value> {
                 .iter()
                 .map(|p| {
                     let mut x = Map::new();
-                    put_str(&mut x, "name", &p.name);
-                    put_str(&mut x, "protocol", &p.protocol);
+                    put_str(&mut x, "name", p.name.as_deref());
+                    put_str(&mut x, "protocol", p.protocol.as_deref());
                     opt(&mut x, "port", p.port);
                     opt(&mut x, "nodePort", p.node_port.filter(|n| *n != 0));
                     if let Some(t) = &p.target_port {
@@ -288,7 +292,7 @@ pub fn decode(body: &[u8]) -> ApiResult<Value> {
             let spec = c.spec.unwrap_or_default();
             let jt = spec.job_template.unwrap_or_default();
             let mut sp = Map::new();
-            put_str(&mut sp, "schedule", &spec.schedule);
+            put_str(&mut sp, "schedule", spec.schedule.as_deref());
             sp.insert(
                 "jobTemplate".into(),
                 json!({ "metadata": meta(jt.metadata), "spec": job_spec(jt.spec) }),

@@ -208,6 +208,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    // Takes a `json!` literal by value so each call reads as data.
+    #[allow(clippy::needless_pass_by_value)]
     fn obj(labels: Value) -> Value {
         json!({"metadata": {"name": "a", "namespace": "ns", "labels": labels}})
     }

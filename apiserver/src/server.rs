@@ -115,7 +115,7 @@ impl ApiServer {
             writes: Mutex::new(WriteCounts::default()),
             controllers: tokio::sync::Notify::new(),
             stop: watch::channel(false).1,
-            webhooks: Default::default(),
+            webhooks: crate::admission::Webhooks::default(),
             watches: Arc::new(crate::watch::Hub::new(
                 config.max_watches,
                 crate::watch::Bounds {
@@ -250,7 +250,7 @@ impl ApiServerHandle {
         self.app
             .writes
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
 

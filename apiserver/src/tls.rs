@@ -44,14 +44,14 @@ impl Identity {
             KeyPair, KeyUsagePurpose,
         };
         let now = std::time::SystemTime::now();
-        let valid_for = std::time::Duration::from_secs(10 * 365 * 24 * 3600);
+        let valid_for = std::time::Duration::from_hours(87600);
         let ca_key = KeyPair::generate().map_err(err)?;
         let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
         ca.distinguished_name
             .push(DnType::CommonName, "gantry apiserver CA");
         ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
         ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        ca.not_before = (now - std::time::Duration::from_secs(3600)).into();
+        ca.not_before = (now - std::time::Duration::from_hours(1)).into();
         ca.not_after = (now + valid_for).into();
         let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
 

@@ -226,7 +226,7 @@ async fn patch_types() {
     )
     .await;
     assert_eq!(r.status, 422, "{}", r.body);
-    let r = p("application/json-patch+json", r#"not json"#).await;
+    let r = p("application/json-patch+json", r"not json").await;
     assert_status(&r, 400, "BadRequest");
     assert_eq!(current_rv(a).await, rv);
     // Patch with a stale resourceVersion conflicts.
@@ -257,7 +257,9 @@ async fn strategic_merge_patch_merges_containers_by_name() {
         "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
             "spec": {"containers": [{"name": "main", "image": "one"}, {"name": "side", "image": "s"}]}}}
     })).unwrap();
-    api.create(&Default::default(), &dep).await.unwrap();
+    api.create(&kube::api::PostParams::default(), &dep)
+        .await
+        .unwrap();
     let patched = api
         .patch("d", &PatchParams::default(), &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "two"}]}}}})))
         .await

@@ -58,6 +58,8 @@ async fn invalid_crds_are_rejected_with_causes() {
 }
 
 #[tokio::test]
+// `s` the server and `a` its address, as throughout these tests.
+#[allow(clippy::many_single_char_names)]
 async fn crd_is_established_and_discoverable_immediately() {
     let s = server().await;
     let a = s.addr();

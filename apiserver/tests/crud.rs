@@ -30,8 +30,8 @@ async fn discovery_documents() {
     ] {
         assert!(groups.contains(&g), "{g} missing from {groups:?}");
     }
-    let apps = req(a, "GET", "/apis/apps/v1", None).await.json();
-    let res = apps["resources"].as_array().unwrap();
+    let apps_v1 = req(a, "GET", "/apis/apps/v1", None).await.json();
+    let res = apps_v1["resources"].as_array().unwrap();
     let dep = res.iter().find(|r| r["name"] == "deployments").unwrap();
     assert_eq!(dep["kind"], "Deployment");
     assert_eq!(dep["namespaced"], true);
@@ -475,7 +475,7 @@ async fn write_counter_counts_successful_writes() {
     req(a, "DELETE", "/api/v1/namespaces/default/configmaps/w", None).await;
     let w = s.writes();
     assert_eq!(w.since(&w).total(), 0);
-    assert_eq!(w.since(&Default::default()), w);
+    assert_eq!(w.since(&gantry_apiserver::WriteCounts::default()), w);
     assert_eq!(w.for_resource("configmaps"), 3);
     assert_eq!(w.get("create", "configmaps"), 1);
     assert_eq!(w.get("patch", "configmaps"), 1);
@@ -740,7 +740,7 @@ async fn kubeconfig_works_for_kube_rs() {
     })
     .await;
     let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
         .await
         .unwrap();
     assert_eq!(cfg.default_namespace, "default");

@@ -1,5 +1,5 @@
 //! Deletion: finalizers, preconditions, propagation policies, garbage collection,
-//! DeleteCollection, namespace cascade.
+//! `DeleteCollection`, namespace cascade.
 
 mod common;
 

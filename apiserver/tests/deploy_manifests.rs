@@ -358,7 +358,7 @@ async fn broken_deployment_is_refused_and_not_stored(backend: Backend) {
                             .message
                             .contains("failed to create typed patch object") =>
                 {
-                    assert!(status.message.contains(field), "{what}: {status:?}")
+                    assert!(status.message.contains(field), "{what}: {status:?}");
                 }
                 kube::Error::Api(status) => assert!(
                     (400..500).contains(&status.code),
@@ -373,7 +373,7 @@ async fn broken_deployment_is_refused_and_not_stored(backend: Backend) {
         "a refused Deployment was stored"
     );
     assert!(
-        api.list(&Default::default())
+        api.list(&kube::api::ListParams::default())
             .await
             .unwrap()
             .items

@@ -382,7 +382,7 @@ async fn list_items_of_built_ins_have_no_type() {
     // Typed clients read such lists.
     let typed: Vec<k8s_openapi::api::core::v1::ConfigMap> =
         kube::Api::default_namespaced(s.client())
-            .list(&Default::default())
+            .list(&kube::api::ListParams::default())
             .await
             .unwrap()
             .items;

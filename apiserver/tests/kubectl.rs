@@ -1,5 +1,5 @@
 //! The real `kubectl` against each API server backend: every kubectl found
-//! (GANTRY_KUBECTL, a colon-separated list, or Debian's, the one built with
+//! (`GANTRY_KUBECTL`, a colon-separated list, or Debian's, the one built with
 //! the real control plane and `kubectl` on PATH) runs the whole suite
 //! against a fresh server.
 
@@ -72,7 +72,7 @@ impl Kubectl {
             .write_all(stdin.as_bytes())
             .await
             .unwrap();
-        let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        let out = tokio::time::timeout(Duration::from_mins(1), child.wait_with_output())
             .await
             .expect("kubectl finished")
             .unwrap();
@@ -118,7 +118,7 @@ impl Kubectl {
     }
 }
 
-const CRD: &str = r#"
+const CRD: &str = r"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -144,7 +144,7 @@ spec:
             properties:
               size: {type: string}
               replicas: {type: integer, maximum: 10}
-"#;
+";
 
 fn widget_yaml(size: &str, replicas: u32) -> String {
     format!(

@@ -334,6 +334,8 @@ async fn watch_all_namespaces_and_selector_transitions() {
 }
 
 #[tokio::test]
+// `s` the server and `a` its address, as throughout these tests.
+#[allow(clippy::many_single_char_names)]
 async fn watch_from_compacted_resource_version_is_gone() {
     let s = server_with(gantry_apiserver::Config {
         watch_history: 3,
@@ -371,6 +373,8 @@ async fn watch_from_compacted_resource_version_is_gone() {
 }
 
 #[tokio::test]
+// `s` the server and `a` its address, as throughout these tests.
+#[allow(clippy::many_single_char_names)]
 async fn watch_timeout_and_bookmarks() {
     let s = server_with(gantry_apiserver::Config {
         bookmark_interval: Duration::from_millis(100),

@@ -121,6 +121,12 @@ async fn no_token_is_refused_beyond_loopback() {
 
 #[tokio::test]
 async fn kubeconfig_and_data_are_written_private() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ApiServerArgs,
+    }
     let dir = tempfile::tempdir().unwrap();
     let kc = dir.path().join("kubeconfig");
     std::fs::write(&kc, "old").unwrap();
@@ -174,12 +180,6 @@ async fn kubeconfig_and_data_are_written_private() {
     );
     s.shutdown().await;
     // `gantry apiserver --data-dir` uses the kept token again.
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: ApiServerArgs,
-    }
     let args = Cli::parse_from(["x", "--data-dir", data.to_str().unwrap()]).args;
     assert_eq!(
         args.config().token.unwrap(),
@@ -189,6 +189,7 @@ async fn kubeconfig_and_data_are_written_private() {
 
 #[tokio::test]
 async fn the_server_speaks_tls_and_the_kubeconfig_trusts_it() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let s = server().await;
     assert!(s.url().starts_with("https://127.0.0.1:"), "{}", s.url());
     let kc: serde_json::Value = serde_yaml::from_str(&s.kubeconfig_yaml()).unwrap();
@@ -196,7 +197,6 @@ async fn the_server_speaks_tls_and_the_kubeconfig_trusts_it() {
     assert_eq!(cluster["server"], s.url().as_str());
     assert!(cluster["certificate-authority-data"].is_string());
     // Plain HTTP on the TLS port gets no answer.
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut tcp = tokio::net::TcpStream::connect(s.addr()).await.unwrap();
     tcp.write_all(b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         .await
@@ -207,12 +207,12 @@ async fn the_server_speaks_tls_and_the_kubeconfig_trusts_it() {
     // kube-rs through the kubeconfig.
     let config = kube::Config::from_custom_kubeconfig(
         kube::config::Kubeconfig::from_yaml(&s.kubeconfig_yaml()).unwrap(),
-        &Default::default(),
+        &kube::config::KubeConfigOptions::default(),
     )
     .await
     .unwrap();
     let api: Api<ConfigMap> = Api::default_namespaced(kube::Client::try_from(config).unwrap());
-    api.list(&Default::default()).await.unwrap();
+    api.list(&kube::api::ListParams::default()).await.unwrap();
 }
 
 #[tokio::test]
@@ -285,7 +285,7 @@ async fn nesting_within_the_limit_and_brackets_in_text_are_fine() {
 /// Measurement, not a check (timings vary): GET /version latency while four
 /// 100 KB nested bodies are decoded. `cargo test --test security -- --ignored`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore]
+#[ignore = "a measurement, not a check"]
 async fn measure_version_latency_under_nested_bodies() {
     let s = server().await;
     let a = s.addr();
@@ -303,7 +303,7 @@ async fn measure_version_latency_under_nested_bodies() {
         })
         .collect();
     let mut worst = std::time::Duration::ZERO;
-    while !attacks.iter().all(|t| t.is_finished()) {
+    while !attacks.iter().all(tokio::task::JoinHandle::is_finished) {
         let t = std::time::Instant::now();
         raw(a, "GET", "/version", &[], b"").await;
         worst = worst.max(t.elapsed());

@@ -46,10 +46,10 @@ async fn fill(a: std::net::SocketAddr, count: usize, size: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_idle_watches_on_a_large_store_keep_memory_bounded() {
-    let _serial = SERIAL.lock().await;
     const WATCHES: u64 = 200;
     const OBJECTS: usize = 128;
     const SIZE: usize = 64 * 1024;
+    let _serial = SERIAL.lock().await;
     let store_bytes = (OBJECTS * SIZE) as u64; // 8 MiB
     let s = server().await;
     let a = s.addr();
@@ -108,11 +108,11 @@ fn name_of(event: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_that_falls_behind_is_closed_while_a_fast_one_goes_on() {
-    let _serial = SERIAL.lock().await;
     const EVENTS: usize = 64;
     const SIZE: usize = 256 * 1024;
+    let _serial = SERIAL.lock().await;
     let s = server_with(Config {
-        watch_buffer_bytes: 2 * MIB as usize,
+        watch_buffer_bytes: usize::try_from(2 * MIB).unwrap(),
         ..Config::default()
     })
     .await;
@@ -150,7 +150,7 @@ async fn a_watch_that_falls_behind_is_closed_while_a_fast_one_goes_on() {
             got.push(e);
         }
     };
-    tokio::time::timeout(Duration::from_secs(120), read_all)
+    tokio::time::timeout(Duration::from_mins(2), read_all)
         .await
         .expect("the slow watch's response ended");
     assert!(
@@ -166,16 +166,13 @@ async fn a_watch_that_falls_behind_is_closed_while_a_fast_one_goes_on() {
     );
     // Resuming from the last resourceVersion it saw, as client-go and kube-rs do, gives
     // the events it missed.
-    let last_rv = got
-        .last()
-        .map(|e| {
-            e["object"]["metadata"]["resourceVersion"]
-                .as_str()
-                .unwrap()
-                .parse()
-                .unwrap()
-        })
-        .unwrap_or(rv);
+    let last_rv = got.last().map_or(rv, |e| {
+        e["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    });
     let mut resumed = RawWatch::open(a, &path(last_rv)).await;
     assert_eq!(resumed.status, 200);
     for i in got.len()..EVENTS {

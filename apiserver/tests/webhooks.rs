@@ -405,6 +405,8 @@ async fn namespace_and_object_selectors() {
 }
 
 #[tokio::test]
+// `s` the server and `a` its address, as throughout these tests.
+#[allow(clippy::many_single_char_names)]
 async fn delete_reviews_carry_the_old_object() {
     let hook = start_hook(|path, r| match path {
         "/patching" => patch(
@@ -465,6 +467,8 @@ async fn delete_reviews_carry_the_old_object() {
 }
 
 #[tokio::test]
+// `s` the server and `a` its address, as throughout these tests.
+#[allow(clippy::many_single_char_names)]
 async fn status_subresource_rules() {
     let hook = start_hook(|_, r| allow(r)).await;
     let s = server().await;
@@ -1121,6 +1125,8 @@ async fn match_conditions_select_requests() {
 }
 
 #[tokio::test]
+// `s` the server and `a` its address, as throughout these tests.
+#[allow(clippy::many_single_char_names)]
 async fn scale_subresource_sends_scale_objects() {
     let hook = start_hook(|_, r| {
         let replicas = r["request"]["object"]["spec"]["replicas"]
@@ -1180,6 +1186,8 @@ async fn scale_subresource_sends_scale_objects() {
 }
 
 #[tokio::test]
+// `s` the server and `a` its address, as throughout these tests.
+#[allow(clippy::many_single_char_names)]
 async fn equivalent_match_policy_matches_other_versions() {
     let hook = start_hook(|_, r| allow(r)).await;
     let s = server().await;

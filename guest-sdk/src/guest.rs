@@ -8,6 +8,8 @@ use serde_json::Value;
 use crate::{LogLevel, Policy, Reconciler};
 
 /// Bindings for the `reconciler` world.
+// wit-bindgen's generated glue rebuilds `Vec`s with `from_raw_parts(ptr, len, len)`.
+#[allow(clippy::same_length_and_capacity)]
 pub mod reconciler {
     wit_bindgen::generate!({
         world: "reconciler",
@@ -18,6 +20,8 @@ pub mod reconciler {
 }
 
 /// Bindings for the `policy` world.
+// As above.
+#[allow(clippy::same_length_and_capacity)]
 pub mod policy {
     wit_bindgen::generate!({
         world: "policy",
@@ -114,7 +118,10 @@ fn response(r: crate::Response) -> wit::Response {
                 message: e.message,
             })
             .collect(),
-        requeue_after_ms: r.requeue_after.map(|d| d.as_millis() as u64),
+        // Saturates past u64::MAX ms (~584 million years).
+        requeue_after_ms: r
+            .requeue_after
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         finalized: r.finalized,
     }
 }
@@ -134,14 +141,14 @@ pub fn reconcile<P: Reconciler>(r: wit::Request) -> Result<wit::Response, wit::P
 }
 
 /// `validate-config` export.
-pub fn validate_config<P: Reconciler>(config: String) -> Result<(), String> {
+pub fn validate_config<P: Reconciler>(config: &str) -> Result<(), String> {
     let config: Value =
-        serde_json::from_str(&config).map_err(|e| format!("config is not valid JSON: {e}"))?;
+        serde_json::from_str(config).map_err(|e| format!("config is not valid JSON: {e}"))?;
     P::validate_config(&config)
 }
 
 /// `validate` export of the policy world.
-pub fn validate<P: Policy>(r: wit_admission::AdmissionRequest) -> wit_admission::Verdict {
+pub fn validate<P: Policy>(r: &wit_admission::AdmissionRequest) -> wit_admission::Verdict {
     let decoded = serde_json::from_str(&r.request).and_then(|request| {
         Ok(crate::AdmissionRequest {
             request,
@@ -167,8 +174,8 @@ pub fn validate<P: Policy>(r: wit_admission::AdmissionRequest) -> wit_admission:
 }
 
 /// `validate-settings` export of the policy world.
-pub fn validate_settings<P: Policy>(settings: String) -> Result<(), String> {
+pub fn validate_settings<P: Policy>(settings: &str) -> Result<(), String> {
     let settings: Value =
-        serde_json::from_str(&settings).map_err(|e| format!("settings are not valid JSON: {e}"))?;
+        serde_json::from_str(settings).map_err(|e| format!("settings are not valid JSON: {e}"))?;
     P::validate_settings(&settings)
 }

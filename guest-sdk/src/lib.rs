@@ -35,6 +35,10 @@
 //!
 //! Admission policies implement [`Policy`] and use [`export_policy!`].
 
+// Others build on this crate, so its fallible and panicking functions say when
+// they fail (the workspace allows both lints for the application crates).
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
+
 mod log;
 mod policy;
 mod reconcile;
@@ -83,7 +87,7 @@ macro_rules! export_reconciler {
                 fn validate_config(
                     config: ::std::string::String,
                 ) -> ::core::result::Result<(), ::std::string::String> {
-                    $crate::guest::validate_config::<$plugin>(config)
+                    $crate::guest::validate_config::<$plugin>(&config)
                 }
             }
 
@@ -109,13 +113,13 @@ macro_rules! export_policy {
                 fn validate(
                     request: $crate::guest::policy::exports::gantry::plugin::admission::AdmissionRequest,
                 ) -> $crate::guest::policy::exports::gantry::plugin::admission::Verdict {
-                    $crate::guest::validate::<$policy>(request)
+                    $crate::guest::validate::<$policy>(&request)
                 }
 
                 fn validate_settings(
                     settings: ::std::string::String,
                 ) -> ::core::result::Result<(), ::std::string::String> {
-                    $crate::guest::validate_settings::<$policy>(settings)
+                    $crate::guest::validate_settings::<$policy>(&settings)
                 }
             }
 

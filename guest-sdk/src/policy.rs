@@ -12,6 +12,10 @@ pub trait Policy {
 
     /// Check the binding's settings before the policy is put into service.
     /// The default accepts anything.
+    ///
+    /// # Errors
+    ///
+    /// Why the settings are rejected; the host then refuses that policy version.
     fn validate_settings(_settings: &Value) -> Result<(), String> {
         Ok(())
     }
@@ -62,9 +66,13 @@ impl AdmissionRequest {
     }
 
     /// The settings deserialized; `null` reads as `{}`.
+    ///
+    /// # Errors
+    ///
+    /// A message if the settings do not deserialize into `T`.
     pub fn settings_as<T: DeserializeOwned>(&self) -> Result<T, String> {
         let settings = match &self.settings {
-            Value::Null => Value::Object(Default::default()),
+            Value::Null => Value::Object(serde_json::Map::default()),
             other => other.clone(),
         };
         serde_json::from_value(settings).map_err(|e| format!("invalid settings: {e}"))
@@ -163,7 +171,7 @@ mod tests {
             request: json!({"object": {"apiVersion": "v1", "kind": "Pod"}}),
             settings: Value::Null,
         };
-        assert_eq!(core.group_kind(), Some(("".into(), "Pod".into())));
+        assert_eq!(core.group_kind(), Some((String::new(), "Pod".into())));
         let from_request = AdmissionRequest {
             request: json!({"kind": {"group": "batch", "kind": "Job"}, "object": {}}),
             settings: Value::Null,
@@ -185,7 +193,10 @@ mod tests {
     #[test]
     fn pod_spec_paths_of_workloads() {
         assert_eq!(pod_spec_path("", "Pod"), Some(&["spec"][..]));
-        assert_eq!(pod_spec_path("batch", "CronJob").map(|p| p.len()), Some(5));
+        assert_eq!(
+            pod_spec_path("batch", "CronJob").map(<[&str]>::len),
+            Some(5)
+        );
         assert_eq!(pod_spec_path("apps", "Pod"), None);
     }
 }

@@ -12,10 +12,20 @@ use serde_json::Value;
 /// A reconcile plugin: a pure function of its input.
 pub trait Reconciler {
     /// Compute the desired state for one parent.
+    ///
+    /// # Errors
+    ///
+    /// A [`PluginError`] when the desired state cannot be computed. The host
+    /// changes nothing, reports the error on the parent, and calls again with
+    /// backoff if the error is `retryable`, else at the next resync or change.
     fn reconcile(request: Request) -> Result<Response, PluginError>;
 
     /// Check a binding's `config` before the plugin is put into service.
     /// The default accepts anything.
+    ///
+    /// # Errors
+    ///
+    /// Why the config is rejected; the host then refuses that binding version.
     fn validate_config(_config: &Value) -> Result<(), String> {
         Ok(())
     }
@@ -107,26 +117,38 @@ impl Request {
 
     /// The parent deserialized into the plugin's own type (e.g. a struct
     /// with `metadata`, `spec` and `status`).
+    ///
+    /// # Errors
+    ///
+    /// [`PluginError::invalid_input`] if the parent does not deserialize into `T`.
     pub fn parent_as<T: DeserializeOwned>(&self) -> Result<T, PluginError> {
         T::deserialize(&self.parent)
             .map_err(|e| PluginError::invalid_input(format!("parent does not match its type: {e}")))
     }
 
     /// The parent's `spec` deserialized; a missing spec reads as `{}`.
+    ///
+    /// # Errors
+    ///
+    /// [`PluginError::invalid_input`] if the spec does not deserialize into `T`.
     pub fn spec<T: DeserializeOwned>(&self) -> Result<T, PluginError> {
         let spec = self
             .parent
             .get("spec")
             .cloned()
-            .unwrap_or_else(|| Value::Object(Default::default()));
+            .unwrap_or_else(|| Value::Object(serde_json::Map::default()));
         serde_json::from_value(spec)
             .map_err(|e| PluginError::invalid_input(format!("invalid spec: {e}")))
     }
 
     /// The binding's config deserialized; `null` reads as `{}`.
+    ///
+    /// # Errors
+    ///
+    /// [`PluginError::invalid_input`] if the config does not deserialize into `T`.
     pub fn config_as<T: DeserializeOwned>(&self) -> Result<T, PluginError> {
         let config = match &self.config {
-            Value::Null => Value::Object(Default::default()),
+            Value::Null => Value::Object(serde_json::Map::default()),
             other => other.clone(),
         };
         serde_json::from_value(config)
@@ -134,6 +156,10 @@ impl Request {
     }
 
     /// The parent's `metadata.name`.
+    ///
+    /// # Errors
+    ///
+    /// [`PluginError::invalid_input`] if the parent has no name.
     pub fn parent_name(&self) -> Result<&str, PluginError> {
         self.parent
             .pointer("/metadata/name")
@@ -159,11 +185,20 @@ impl Request {
     /// Observed children of the k8s-openapi type `K`, deserialized. Objects
     /// of other kinds are skipped; one of kind `K` that does not deserialize
     /// is an error.
+    ///
+    /// # Errors
+    ///
+    /// [`PluginError::invalid_input`] if an object of kind `K` does not
+    /// deserialize into `K`.
     pub fn observed_of<K: Resource + DeserializeOwned>(&self) -> Result<Vec<K>, PluginError> {
         of_kind::<K>(&self.observed)
     }
 
     /// The observed child of type `K` named `name`, if any.
+    ///
+    /// # Errors
+    ///
+    /// [`PluginError::invalid_input`] if that child does not deserialize into `K`.
     pub fn observed_named<K: Resource + DeserializeOwned>(
         &self,
         name: &str,
@@ -172,6 +207,11 @@ impl Request {
     }
 
     /// Related objects of the k8s-openapi type `K`, deserialized.
+    ///
+    /// # Errors
+    ///
+    /// [`PluginError::invalid_input`] if a related object of kind `K` does not
+    /// deserialize into `K`.
     pub fn related_of<K: Resource + DeserializeOwned>(&self) -> Result<Vec<K>, PluginError> {
         of_kind::<K>(&self.related)
     }
@@ -314,6 +354,10 @@ impl Response {
 
     /// Add a child built from a k8s-openapi type; `apiVersion` and `kind`
     /// are filled in from the type.
+    ///
+    /// # Errors
+    ///
+    /// A permanent `SerializeFailed` error if `child` does not serialize.
     pub fn child<K: Resource + Serialize>(mut self, child: &K) -> Result<Self, PluginError> {
         let mut value = serde_json::to_value(child)
             .map_err(|e| PluginError::permanent("SerializeFailed", e.to_string()))?;
@@ -326,12 +370,17 @@ impl Response {
     }
 
     /// Add a child given as JSON (for kinds without a Rust type).
+    #[must_use]
     pub fn child_json(mut self, child: Value) -> Self {
         self.children.push(child);
         self
     }
 
     /// Set the plugin's status from any serializable value.
+    ///
+    /// # Errors
+    ///
+    /// A permanent `SerializeFailed` error if `status` does not serialize.
     pub fn status<S: Serialize>(mut self, status: &S) -> Result<Self, PluginError> {
         self.status = Some(
             serde_json::to_value(status)
@@ -341,6 +390,7 @@ impl Response {
     }
 
     /// Add a condition.
+    #[must_use]
     pub fn condition(
         mut self,
         condition_type: impl Into<String>,
@@ -358,6 +408,7 @@ impl Response {
     }
 
     /// Add an Event.
+    #[must_use]
     pub fn event(
         mut self,
         event_type: EventType,
@@ -373,12 +424,14 @@ impl Response {
     }
 
     /// Ask to be called again after `after`.
+    #[must_use]
     pub fn requeue_after(mut self, after: Duration) -> Self {
         self.requeue_after = Some(after);
         self
     }
 
     /// Mark finalization complete.
+    #[must_use]
     pub fn finalized(mut self) -> Self {
         self.finalized = true;
         self
@@ -437,9 +490,12 @@ mod millis {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
+    // serde's `with` calls this with a `&Option<_>`.
+    #[allow(clippy::ref_option)]
     pub fn serialize<S: Serializer>(value: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match value {
-            Some(d) => s.serialize_some(&(d.as_millis() as u64)),
+            // Saturates past u64::MAX ms (~584 million years).
+            Some(d) => s.serialize_some(&u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             None => s.serialize_none(),
         }
     }

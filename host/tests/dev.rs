@@ -41,7 +41,7 @@ async fn dev_runs_the_examples_and_policies_on_an_existing_cluster(backend: Back
     assert_eq!(deployment.spec.unwrap().replicas, Some(3));
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
     wait_for("the sample Database's StatefulSet", async || {
-        let list = sets.list(&Default::default()).await.ok()?;
+        let list = sets.list(&kube::api::ListParams::default()).await.ok()?;
         (!list.items.is_empty()).then_some(())
     })
     .await;
@@ -76,7 +76,9 @@ async fn dev_runs_the_examples_and_policies_on_an_existing_cluster(backend: Back
             // Not called yet (the configuration takes a moment to be
             // picked up); undo and try again.
             Ok(_) => {
-                let _ = pods.delete("debug", &Default::default()).await;
+                let _ = pods
+                    .delete("debug", &kube::api::DeleteParams::default())
+                    .await;
                 None
             }
             Err(_) => None,

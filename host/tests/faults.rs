@@ -151,7 +151,7 @@ impl Server {
 /// Apply `object` until the server acknowledges it (faults make some
 /// attempts fail).
 async fn apply_until_acknowledged(api: &Api<DynamicObject>, name: &str, object: &Value) {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_mins(1);
     loop {
         match api
             .patch(

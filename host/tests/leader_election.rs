@@ -87,7 +87,7 @@ async fn only_the_leader_reconciles_and_the_other_takes_over(backend: Backend) {
     );
 
     // The follower is warm: its binding is loaded, yet it leads nothing.
-    let index = if leader == "a" { 0 } else { 1 };
+    let index = usize::from(leader != "a");
     let follower = &logs[1 - index];
     wait_for("the follower loads its binding", async || {
         std::fs::read_to_string(follower)
@@ -192,17 +192,16 @@ async fn two_shards_split_the_parents(backend: Backend) {
             .collect()
     };
     let (zero, one) = (reconciled(&logs[0]), reconciled(&logs[1]));
-    if zero.is_empty() && one.is_empty() {
-        panic!(
-            "no reconciles in the logs:\n{}",
-            std::fs::read_to_string(&logs[0])
-                .unwrap()
-                .lines()
-                .take(30)
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-    }
+    assert!(
+        !(zero.is_empty() && one.is_empty()),
+        "no reconciles in the logs:\n{}",
+        std::fs::read_to_string(&logs[0])
+            .unwrap()
+            .lines()
+            .take(30)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     assert!(
         zero.is_disjoint(&one),
         "reconciled by both: {:?}",

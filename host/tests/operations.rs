@@ -34,13 +34,13 @@ async fn metrics_expose_every_family_after_a_reconcile(backend: Backend) {
     gantry::dev::wait_for_crd(&client, "databases.db.example.com")
         .await
         .unwrap();
-    let breaker = r#"
+    let breaker = r"
 name: breaker
 parent: {apiVersion: db.example.com/v1alpha1, kind: Database}
 children: [{apiVersion: v1, kind: ConfigMap}]
 limits: {deadlineMs: 50}
 config: {behaviour: loop}
-"#;
+";
     let hostile = gantry::toolchain::example_plugin("hostile").unwrap();
     let cm =
         gantry::dev::binding_config_map("breaker", NAMESPACE, breaker, &hostile, true).unwrap();
@@ -155,13 +155,13 @@ async fn sigterm_mid_reconcile_finishes_it_and_exits_cleanly(backend: Backend) {
     gantry::dev::wait_for_crd(&client, "memcacheds.cache.example.com")
         .await
         .unwrap();
-    let binding = r#"
+    let binding = r"
 name: slow
 parent: {apiVersion: cache.example.com/v1alpha1, kind: Memcached}
 children: [{apiVersion: v1, kind: ConfigMap}]
 limits: {deadlineMs: 20000}
 config: {behaviour: slow, millis: 2500}
-"#;
+";
     gantry::dev::ensure_namespace(&client, NAMESPACE)
         .await
         .unwrap();
@@ -315,7 +315,7 @@ async fn otlp_exports_one_trace_per_reconcile(backend: Backend) {
     gantry::dev::apply_object(&client, &memcached("traced"))
         .await
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
     let (reconcile, trace) = wait_for("a reconcile trace with its children", async || {
         let spans = spans.lock().unwrap().clone();
         if std::time::Instant::now() + std::time::Duration::from_millis(300) > deadline {

@@ -75,7 +75,7 @@ impl Cluster {
                     stopped(rx),
                 )
                 .await
-                .unwrap()
+                .unwrap();
             }
         });
         let certificate = tls::self_signed(&["127.0.0.1".into()]).unwrap();

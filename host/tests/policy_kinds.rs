@@ -76,7 +76,10 @@ async fn a_policy_waits_for_its_kind_to_be_served(backend: Backend) {
     let events: Api<Event> = Api::namespaced(client.clone(), NS);
     let deadline = Instant::now() + Duration::from_secs(30);
     let warning = loop {
-        let list = events.list(&Default::default()).await.unwrap();
+        let list = events
+            .list(&kube::api::ListParams::default())
+            .await
+            .unwrap();
         if let Some(e) = list
             .items
             .into_iter()

@@ -8,7 +8,10 @@
 //! user's cache (`~/.cache/gantry/toolchains`), which needs the npm registry
 //! and PyPI.
 
-use std::path::PathBuf;
+// The helpers take `json!` literals by value so each call reads as data.
+#![allow(clippy::needless_pass_by_value)]
+
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -38,8 +41,8 @@ fn plugin_dir(name: &str) -> PathBuf {
     source_workspace_root().join("plugins").join(name)
 }
 
-fn read(path: PathBuf) -> Vec<u8> {
-    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
 fn plugins() -> &'static Plugins {
@@ -61,13 +64,13 @@ fn plugins() -> &'static Plugins {
             example_plugin("memcached").expect("Rust plugin builds")
         });
         let js = timed("js", &|| {
-            read(js::build_plugin(&plugin_dir("memcached-js")).expect("JavaScript plugin builds"))
+            read(&js::build_plugin(&plugin_dir("memcached-js")).expect("JavaScript plugin builds"))
         });
         let py = timed("python", &|| {
-            read(python::build_plugin(&plugin_dir("memcached-py")).expect("Python plugin builds"))
+            read(&python::build_plugin(&plugin_dir("memcached-py")).expect("Python plugin builds"))
         });
         let c = timed("c", &|| {
-            read(c::build_plugin(&plugin_dir("memcached-c")).expect("C plugin builds"))
+            read(&c::build_plugin(&plugin_dir("memcached-c")).expect("C plugin builds"))
         });
         let load = |name: &str, bytes: &[u8]| {
             let plugin = runtime.load_reconciler(name, bytes).expect("plugin loads");

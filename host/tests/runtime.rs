@@ -136,6 +136,7 @@ fn database_component_builds_three_children_and_finalizes_after_draining() {
 /// runtime keeps serving a good plugin right after each one.
 #[test]
 fn hostile_plugins_are_stopped_with_typed_errors_and_the_host_stays_usable() {
+    type Expectation = Box<dyn Fn(&CallError) -> bool>;
     let rt = runtime();
     let hostile = load(&rt, "hostile");
     let good = load(&rt, "memcached");
@@ -150,7 +151,6 @@ fn hostile_plugins_are_stopped_with_typed_errors_and_the_host_stays_usable() {
         deadline: Duration::from_millis(200),
         ..limits
     };
-    type Expectation = Box<dyn Fn(&CallError) -> bool>;
     let cases: Vec<(&str, Expectation)> = vec![
         (
             "loop",

@@ -45,10 +45,10 @@ fn short() -> Limits {
     }
 }
 
-fn assert_timed_out<T: std::fmt::Debug>(what: &str, result: Result<T, CallError>, took: Duration) {
+fn assert_timed_out<T: std::fmt::Debug>(what: &str, result: &Result<T, CallError>, took: Duration) {
     eprintln!("{what}: a {SLEEP_MS} ms sleep under a {DEADLINE:?} deadline returned in {took:?}");
     assert!(
-        matches!(result, Err(CallError::Timeout { deadline }) if deadline == DEADLINE),
+        matches!(result, Err(CallError::Timeout { deadline }) if *deadline == DEADLINE),
         "{what}: expected a timeout, got {result:?}"
     );
     assert!(
@@ -66,7 +66,7 @@ fn a_sleep_in_reconcile_ends_at_the_deadline() {
         &request(json!({"behaviour": "sleep", "millis": SLEEP_MS})),
         &short(),
     );
-    assert_timed_out("reconcile", result, started.elapsed());
+    assert_timed_out("reconcile", &result, started.elapsed());
     // The same plugin answers normally right after.
     let ok = plugin
         .reconcile_blocking(&request(json!({"behaviour": "ok"})), &Limits::default())
@@ -83,7 +83,7 @@ fn a_sleep_in_validate_config_ends_at_the_deadline() {
         &json!({"behaviour": "sleep-config", "millis": SLEEP_MS}),
         &short(),
     );
-    assert_timed_out("validate-config", result, started.elapsed());
+    assert_timed_out("validate-config", &result, started.elapsed());
 }
 
 #[test]
@@ -97,14 +97,14 @@ fn a_sleep_in_a_policy_ends_at_the_deadline() {
     };
     let started = Instant::now();
     let result = policy.validate_blocking(&admission, &short());
-    assert_timed_out("validate", result, started.elapsed());
+    assert_timed_out("validate", &result, started.elapsed());
 
     let started = Instant::now();
     let result = policy.validate_settings_blocking(
         &json!({"behaviour": "sleep-settings", "millis": SLEEP_MS}),
         &short(),
     );
-    assert_timed_out("validate-settings", result, started.elapsed());
+    assert_timed_out("validate-settings", &result, started.elapsed());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -118,7 +118,7 @@ async fn async_calls_end_at_the_deadline_too() {
             short(),
         )
         .await;
-    assert_timed_out("async reconcile", result, started.elapsed());
+    assert_timed_out("async reconcile", &result, started.elapsed());
     let started = Instant::now();
     let result = plugin
         .validate_config(
@@ -126,7 +126,7 @@ async fn async_calls_end_at_the_deadline_too() {
             short(),
         )
         .await;
-    assert_timed_out("async validate-config", result, started.elapsed());
+    assert_timed_out("async validate-config", &result, started.elapsed());
 }
 
 /// A caller that gives up (as the reconcile timeout does) does not free
@@ -303,7 +303,7 @@ async fn blocking_calls_work_from_a_current_thread_runtime() {
     );
     assert_timed_out(
         "reconcile_blocking in async code",
-        result,
+        &result,
         started.elapsed(),
     );
 }
@@ -323,7 +323,7 @@ async fn blocking_calls_work_from_a_multi_thread_runtime() {
     );
     assert_timed_out(
         "validate_settings_blocking in async code",
-        result,
+        &result,
         started.elapsed(),
     );
 }

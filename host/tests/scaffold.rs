@@ -17,8 +17,7 @@ const GANTRY: &str = env!("CARGO_BIN_EXE_gantry");
 /// SDK's dependencies are compiled once, not in every temporary project.
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| source_workspace_root().join("target"))
+        .map_or_else(|| source_workspace_root().join("target"), PathBuf::from)
 }
 
 fn scaffold_and_test(lang: &str, root: &Path) {

@@ -73,7 +73,8 @@ pub struct Cluster {
     kubeconfig: PathBuf,
     server: Server,
     recording: Option<(PathBuf, differential::proxy::RecordingProxy)>,
-    _dir: tempfile::TempDir,
+    /// Holds the kubeconfig (and, embedded, the store); removed on drop.
+    dir: tempfile::TempDir,
 }
 
 enum Server {
@@ -124,7 +125,7 @@ impl Cluster {
             kubeconfig,
             server,
             recording: None,
-            _dir: dir,
+            dir,
         };
         if let Some(file) = record {
             let recording = differential::exchange::Recording::create(&file).expect("recording");
@@ -132,7 +133,7 @@ impl Cluster {
             let proxy = differential::proxy::RecordingProxy::start(upstream, recording)
                 .await
                 .expect("recording proxy starts");
-            let kubeconfig = cluster._dir.path().join("kubeconfig-recorded");
+            let kubeconfig = cluster.dir.path().join("kubeconfig-recorded");
             write_plain_kubeconfig(&kubeconfig, &proxy.url()).expect("kubeconfig");
             cluster.client = client_for(&kubeconfig).await.expect("client");
             cluster.kubeconfig = kubeconfig;
@@ -206,6 +207,8 @@ impl Cluster {
 /// `DIR/TEST.jsonl` (`TEST` the name of the test's thread, `::` as `.`,
 /// with `-2`, `-3`... for further clusters of the same test). Only
 /// embedded servers are recorded: the recordings are replayed on both.
+// The search for a free file name stops at the first one not taken.
+#[allow(clippy::maybe_infinite_iter)]
 fn recording_from_env(backend: Backend) -> Option<PathBuf> {
     let dir = std::env::var_os("GANTRY_TEST_RECORD").filter(|d| !d.is_empty())?;
     if backend != Backend::Embedded {
@@ -262,7 +265,8 @@ fn write_plain_kubeconfig(path: &Path, url: &str) -> std::io::Result<()> {
 /// A client from the kubeconfig file at `path`.
 pub async fn client_for(path: &Path) -> anyhow::Result<kube::Client> {
     let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    let options = kube::config::KubeConfigOptions::default();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?;
     Ok(kube::Client::try_from(config)?)
 }
 

@@ -163,7 +163,7 @@ impl RealCluster {
     /// ServiceAccount: Pods cannot be created before.
     pub(crate) async fn wait_for_default_service_account(&self, client: &kube::Client) {
         let api = kube::Api::<ServiceAccount>::namespaced(client.clone(), "default");
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_mins(1);
         while !matches!(api.get_opt("default").await, Ok(Some(_))) {
             assert!(
                 Instant::now() < deadline,

@@ -2,6 +2,7 @@
 //! `gantry-test-support`) with the operator running against it, and helpers
 //! to install bindings and wait for the cluster to converge.
 
+use std::fmt::Write as _;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +26,7 @@ pub const WAIT: Duration = Duration::from_secs(30);
 /// How long a test waits for kube-controller-manager's garbage collector:
 /// it notices a new CRD's kind only at its next discovery resync (every
 /// 30 s), and Kubernetes promises no latency for collection.
-pub const GC_WAIT: Duration = Duration::from_secs(120);
+pub const GC_WAIT: Duration = Duration::from_mins(2);
 
 /// An API server with the operator running against it.
 pub struct Env {
@@ -39,7 +40,7 @@ pub struct Env {
     operator: Option<JoinHandle<anyhow::Result<()>>>,
 }
 
-/// Log to the test output when RUST_LOG is set.
+/// Log to the test output when `RUST_LOG` is set.
 pub fn init_logs() {
     if std::env::var_os("RUST_LOG").is_some() {
         let _ = tracing_subscriber::fmt()
@@ -199,9 +200,10 @@ where
         if let Some(value) = check().await {
             return value;
         }
-        if tokio::time::Instant::now() > deadline {
-            panic!("timed out waiting for: {what}");
-        }
+        assert!(
+            tokio::time::Instant::now() <= deadline,
+            "timed out waiting for: {what}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -233,13 +235,12 @@ pub fn hostile_binding(
     extra: &str,
 ) -> String {
     let (api_version, kind) = parent.split_once(' ').expect("parent is `apiVersion Kind`");
-    let children: String = children
-        .iter()
-        .map(|k| {
-            let (v, k) = k.split_once(' ').expect("child is `apiVersion Kind`");
-            format!("  - {{apiVersion: {v}, kind: {k}}}\n")
-        })
-        .collect();
+    let children = children.iter().fold(String::new(), |mut out, k| {
+        let (v, k) = k.split_once(' ').expect("child is `apiVersion Kind`");
+        // `write!` to a `String` cannot fail.
+        let _ = writeln!(out, "  - {{apiVersion: {v}, kind: {k}}}");
+        out
+    });
     format!(
         "name: {name}\nparent: {{apiVersion: {api_version}, kind: {kind}}}\nchildren:\n{children}config: {config}\n{extra}"
     )

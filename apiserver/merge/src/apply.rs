@@ -76,6 +76,12 @@ impl Merged {
 /// client-side apply set last (per the `kubectl.kubernetes.io/last-applied-configuration`
 /// annotation) and that still hold those values are forced, and an existing annotation is
 /// rewritten to the newly applied configuration.
+///
+/// # Errors
+///
+/// [`ApplyError::Conflicts`] when fields conflict and `force` is not set,
+/// [`ApplyError::Invalid`] when the applied configuration does not fit the schema,
+/// [`ApplyError::ManagedFields`] when the live `managedFields` do not decode.
 pub fn apply(
     live: Option<&Value>,
     applied: &Value,
@@ -147,16 +153,17 @@ fn apply_structured(
         )));
     }
     let schema = opts.schema;
-    let live_obj = live
-        .map(without_managed_fields)
-        .unwrap_or_else(|| Value::Object(Default::default()));
+    let live_obj = live.map_or_else(
+        || Value::Object(serde_json::Map::default()),
+        without_managed_fields,
+    );
 
     let config_set = to_field_set(applied, schema, true)
         .map_err(ApplyError::Invalid)?
         .recursive_difference(opts.ignored);
     let merged = merge(Some(&live_obj), Some(applied), schema, &mut Path::default())
         .map_err(ApplyError::Invalid)?
-        .unwrap_or_else(|| Value::Object(Default::default()));
+        .unwrap_or_else(|| Value::Object(serde_json::Map::default()));
     // An applied `managedFields: null` must not reach the object.
     let merged = without_managed_fields(&merged);
 
@@ -167,7 +174,7 @@ fn apply_structured(
         // attributed to "before-first-apply", so applying over it can conflict.
         record_update(
             &mut managed,
-            &Value::Object(Default::default()),
+            &Value::Object(serde_json::Map::default()),
             &live_obj,
             &ManagerId::update(BEFORE_FIRST_APPLY, opts.api_version, None),
             schema,

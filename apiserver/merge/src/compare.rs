@@ -54,7 +54,7 @@ fn walk(
                 (_, None) => c.removed.insert(path),
                 (Some(l), Some(r)) => {
                     if !values_equal(l, r) {
-                        c.modified.insert(path)
+                        c.modified.insert(path);
                     }
                 }
             }

@@ -1,5 +1,7 @@
 //! Apply conflicts and their kube-apiserver rendering.
 
+use std::fmt::Write as _; // `write!` to a `String` cannot fail.
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause;
 
 use crate::path::Path;
@@ -27,10 +29,10 @@ impl Conflict {
     pub fn manager_display(&self) -> String {
         let mut s = format!("{:?}", self.manager);
         if !self.subresource.is_empty() {
-            s.push_str(&format!(" with subresource {:?}", self.subresource));
+            let _ = write!(s, " with subresource {:?}", self.subresource);
         }
         if self.operation == crate::managers::OPERATION_UPDATE {
-            s.push_str(&format!(" using {}", self.api_version));
+            let _ = write!(s, " using {}", self.api_version);
         }
         s
     }

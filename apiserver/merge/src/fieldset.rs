@@ -82,6 +82,7 @@ impl FieldSet {
     }
 
     /// Paths in either set.
+    #[must_use]
     pub fn union(&self, other: &FieldSet) -> FieldSet {
         let mut out = self.clone();
         out.members.extend(other.members.iter().cloned());
@@ -97,6 +98,7 @@ impl FieldSet {
 
     /// Paths in `self` that are not in `other` (exact paths: a member of `other` does not
     /// remove `self`'s paths below it).
+    #[must_use]
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
         let members = self.members.difference(&other.members).cloned().collect();
         let mut children = BTreeMap::new();
@@ -113,6 +115,7 @@ impl FieldSet {
     }
 
     /// Paths in both sets.
+    #[must_use]
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
         let members = self.members.intersection(&other.members).cloned().collect();
         let mut children = BTreeMap::new();
@@ -129,6 +132,7 @@ impl FieldSet {
 
     /// Paths in `self` that are neither in `other` nor below a member of `other`
     /// (structured-merge-diff's `RecursiveDifference`, used for ignored/reset fields).
+    #[must_use]
     pub fn recursive_difference(&self, other: &FieldSet) -> FieldSet {
         let members = self.members.difference(&other.members).cloned().collect();
         let mut children = BTreeMap::new();
@@ -219,6 +223,11 @@ impl FieldSet {
     }
 
     /// Decodes a `FieldsV1` JSON document.
+    ///
+    /// # Errors
+    ///
+    /// [`FieldsError::NotAnObject`] or [`FieldsError::BadKey`] when `v` is not a valid
+    /// `FieldsV1` document.
     pub fn from_fields_v1(v: &Value) -> Result<FieldSet, FieldsError> {
         let Value::Object(map) = v else {
             return Err(FieldsError::NotAnObject(v.to_string()));

@@ -17,6 +17,10 @@
 //! No HTTP and no storage live here; the caller passes the live object, the
 //! request body and the decoded `managedFields`, and stores what comes back.
 
+// Others build on this crate, so its fallible and panicking functions say when
+// they fail (the workspace allows both lints for the application crates).
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
+
 mod apply;
 mod compare;
 mod conflict;

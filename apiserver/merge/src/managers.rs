@@ -117,7 +117,7 @@ pub(crate) fn decode(entries: &[ManagedFieldsEntry]) -> Result<Managed, FieldsEr
             Some(existing) => {
                 existing.set = existing.set.union(&set);
                 if e.time.as_ref().map(|t| t.0) > existing.time.as_ref().map(|t| t.0) {
-                    existing.time = e.time.clone();
+                    existing.time.clone_from(&e.time);
                 }
             }
             None => {
@@ -158,7 +158,7 @@ pub(crate) fn encode(managed: &Managed) -> Vec<ManagedFieldsEntry> {
         })
         .collect();
     out.sort_by(|p, q| {
-        let secs = |t: &Option<Time>| t.as_ref().map(|t| t.0.as_second()).unwrap_or(0);
+        let secs = |t: &Option<Time>| t.as_ref().map_or(0, |t| t.0.as_second());
         p.operation
             .cmp(&q.operation)
             .then_with(|| secs(&p.time).cmp(&secs(&q.time)))
@@ -186,6 +186,11 @@ pub(crate) fn strip_and_drop_empty(managed: &mut Managed) {
 /// Validates managedFields as kube-apiserver's `ValidateManagedFields` does: operation
 /// `Apply` or `Update`, fieldsType empty or `FieldsV1`, a decodable `fieldsV1`,
 /// subresource at most 256 characters.
+///
+/// # Errors
+///
+/// [`FieldsError::BadEntry`] for a bad operation, fieldsType or subresource, or the
+/// error decoding an entry's `fieldsV1`.
 pub fn validate_managed_fields(entries: &[ManagedFieldsEntry]) -> Result<(), FieldsError> {
     for (i, e) in entries.iter().enumerate() {
         let op = e.operation.as_deref().unwrap_or_default();

@@ -80,7 +80,7 @@ fn fieldset_of(v: &Value, schema: &Schema) -> FieldSet {
 }
 
 fn remove_or_empty(v: &Value, set: &FieldSet, schema: &Schema) -> Value {
-    remove_items(v, set, schema).unwrap_or_else(|| Value::Object(Default::default()))
+    remove_items(v, set, schema).unwrap_or_else(|| Value::Object(serde_json::Map::default()))
 }
 
 /// Removes from `merged` what the applier owned last time (`last`), no longer applies,
@@ -131,15 +131,15 @@ pub(crate) fn cap_update_managers(managed: &mut Managed) {
     let secs = |id: &ManagerId, m: &Managed| {
         m.get(id)
             .and_then(|ms| ms.time.as_ref())
-            .map(|t| t.0.as_second())
-            .unwrap_or(0)
+            .map_or(0, |t| t.0.as_second())
     };
     updaters.sort_by(|a, b| {
         secs(a, managed)
             .cmp(&secs(b, managed))
             .then_with(|| a.cmp(b))
     });
-    let mut first_of_version: std::collections::BTreeMap<String, ManagerId> = Default::default();
+    let mut first_of_version: std::collections::BTreeMap<String, ManagerId> =
+        std::collections::BTreeMap::new();
     let mut length = updaters.len();
     for id in updaters {
         if length <= MAX_UPDATE_MANAGERS {
@@ -159,7 +159,7 @@ pub(crate) fn cap_update_managers(managed: &mut Managed) {
                 }
                 if let Some(b) = managed.get_mut(&bucket) {
                     b.set = ms.set.union(&b.set);
-                    b.time = ms.time.clone();
+                    b.time.clone_from(&ms.time);
                 }
                 if id != bucket {
                     managed.remove(&id);

@@ -98,6 +98,8 @@ fn value_rank(v: &Value) -> u8 {
 
 /// Total order over JSON values following structured-merge-diff's `value.Compare`
 /// (numbers, strings, booleans, lists, maps, null).
+// `a`/`b` are the two values and `x`/`y` their contents, as in `value.Compare`.
+#[allow(clippy::many_single_char_names)]
 pub(crate) fn compare_values(a: &Value, b: &Value) -> Ordering {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {
@@ -200,6 +202,7 @@ impl Path {
     }
 
     /// Returns this path extended by one element.
+    #[must_use]
     pub fn child(&self, pe: PathElement) -> Path {
         let mut v = self.0.clone();
         v.push(pe);

@@ -34,7 +34,7 @@ fn reset_path(new: &mut Value, live: Option<&Value>, path: &Path) {
             if live_val.is_none() {
                 return;
             }
-            m.insert(n.to_string(), Value::Object(Default::default()));
+            m.insert(n.to_string(), Value::Object(serde_json::Map::default()));
         }
         cur = m.get_mut(*n).expect("just ensured");
     }

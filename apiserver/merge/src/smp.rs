@@ -21,6 +21,12 @@ const SET_ELEMENT_ORDER: &str = "$setElementOrder/";
 /// replace|merge|delete` (in maps and list elements), `$retainKeys`,
 /// `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>`.
 /// `original` is left unchanged; on error nothing is applied.
+///
+/// # Errors
+///
+/// A [`PatchError`] when the patch or `original` is not an object, a directive is
+/// unknown or misplaced, a list-map element lacks its merge key, or a directive's
+/// value has the wrong shape.
 pub fn strategic_merge_patch(
     original: &Value,
     patch: &Value,
@@ -51,8 +57,7 @@ fn directive(p: &Map<String, Value>) -> Result<Option<&str>, PatchError> {
             "unknown patch type: {} in map: {}",
             other
                 .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| other.to_string()),
+                .map_or_else(|| other.to_string(), str::to_string),
             Value::Object(p.clone())
         ))),
     }

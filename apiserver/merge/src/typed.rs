@@ -65,13 +65,13 @@ fn is_empty_or_null(v: Option<&Value>) -> bool {
 /// empty/null distinction), and so does a value of the wrong kind.
 pub(crate) fn shape(schema: &Schema, lhs: Option<&Value>, rhs: Option<&Value>) -> Shape {
     let granular = match schema {
-        Schema::Scalar => None,
-        Schema::Map { atomic: true, .. } => None,
-        Schema::Map { .. } | Schema::Untyped => Some(Shape::Map),
-        Schema::List {
+        Schema::Scalar
+        | Schema::Map { atomic: true, .. }
+        | Schema::List {
             kind: ListKind::Atomic,
             ..
         } => None,
+        Schema::Map { .. } | Schema::Untyped => Some(Shape::Map),
         Schema::List { .. } => Some(Shape::List),
     };
     let Some(g) = granular else {
@@ -204,9 +204,10 @@ fn walk_set(
             },
             Value::Array(_),
         ) => Shape::List,
-        (Schema::Map { atomic: false, .. } | Schema::Untyped, Value::Null)
-        | (
-            Schema::List {
+        (
+            Schema::Map { atomic: false, .. }
+            | Schema::Untyped
+            | Schema::List {
                 kind: ListKind::Set | ListKind::Map { .. },
                 ..
             },

@@ -38,6 +38,10 @@ pub struct UpdateOptions<'a> {
 /// Every field that was added or changed (all fields on create) becomes owned by
 /// `manager` with operation `Update`; changed fields are taken away from other managers,
 /// removed fields from everyone; entries left empty are dropped.
+///
+/// # Errors
+///
+/// [`UpdateError::Invalid`] if `new` is not a JSON object.
 pub fn update(
     live: Option<&Value>,
     new: &Value,
@@ -56,9 +60,10 @@ pub fn update(
         }
         _ => from_live(),
     };
-    let live_obj = live
-        .map(without_managed_fields)
-        .unwrap_or_else(|| Value::Object(Default::default()));
+    let live_obj = live.map_or_else(
+        || Value::Object(serde_json::Map::default()),
+        without_managed_fields,
+    );
     let new_obj = without_managed_fields(new);
     let id = ManagerId::update(opts.manager, opts.api_version, opts.subresource);
     record_update(
@@ -100,7 +105,7 @@ pub(crate) fn record_update(
             time: None,
         });
         entry.set = entry.set.union(&taken);
-        entry.api_version = id.api_version.clone();
+        entry.api_version.clone_from(&id.api_version);
         entry.time = Some(now.clone());
     }
 }

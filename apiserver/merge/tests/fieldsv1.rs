@@ -1,4 +1,4 @@
-//! FieldsV1 encoding/decoding and set algebra.
+//! `FieldsV1` encoding/decoding and set algebra.
 
 use gantry_merge::{FieldSet, FieldsError, Path, PathElement};
 use serde_json::json;

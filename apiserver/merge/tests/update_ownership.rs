@@ -9,6 +9,8 @@ use gantry_merge::{
 };
 use serde_json::{Value, json};
 
+// Takes a `json!` literal by value so each call reads as data.
+#[allow(clippy::needless_pass_by_value)]
 fn cm(data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap",
            "metadata": {"name": "c", "namespace": "default", "uid": "u1", "resourceVersion": "1",

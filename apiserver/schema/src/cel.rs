@@ -16,6 +16,8 @@ use crate::schema::{AdditionalProperties, StructuralSchema};
 
 /// One compiled `x-kubernetes-validations` entry.
 #[derive(Clone)]
+// `rule` is the entry's field of that name in `x-kubernetes-validations`.
+#[allow(clippy::struct_field_names)]
 pub(crate) struct Rule {
     pub(crate) rule: String,
     pub(crate) message: String,
@@ -32,7 +34,7 @@ impl std::fmt::Debug for Rule {
         f.debug_struct("Rule")
             .field("rule", &self.rule)
             .field("message", &self.message)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -225,21 +227,24 @@ mod kube_lib {
                 Value::Int(x) => {
                     i = i
                         .checked_add(*x)
-                        .ok_or_else(|| err("sum", "integer overflow"))?
+                        .ok_or_else(|| err("sum", "integer overflow"))?;
                 }
                 Value::UInt(x) => {
-                    i = i
-                        .checked_add(*x as i64)
-                        .ok_or_else(|| err("sum", "integer overflow"))?
+                    i = i64::try_from(*x)
+                        .ok()
+                        .and_then(|x| i.checked_add(x))
+                        .ok_or_else(|| err("sum", "integer overflow"))?;
                 }
                 Value::Float(x) => {
                     is_float = true;
-                    f += x
+                    f += x;
                 }
                 _ => return Err(err("sum", "no such overload")),
             }
         }
         Ok(if is_float {
+            // An int added to doubles becomes a double, rounding as Go's float64(i).
+            #[allow(clippy::cast_precision_loss)]
             Value::Float(f + i as f64)
         } else {
             Value::Int(i)
@@ -277,6 +282,8 @@ mod kube_lib {
     }
 
     /// `string.find(regex)`: the first match or `""`.
+    // cel's extractors hand every argument over by value.
+    #[allow(clippy::needless_pass_by_value)]
     pub(super) fn find(
         This(s): This<Arc<String>>,
         pattern: Arc<String>,
@@ -290,6 +297,8 @@ mod kube_lib {
     }
 
     /// `string.findAll(regex)`: every match.
+    // cel's extractors hand every argument over by value.
+    #[allow(clippy::needless_pass_by_value)]
     pub(super) fn find_all(
         This(s): This<Arc<String>>,
         pattern: Arc<String>,
@@ -430,10 +439,10 @@ fn eval_error_text(e: &cel::ExecutionError) -> String {
 }
 
 fn rule_error_string(r: &Rule) -> String {
-    if !r.message.trim().is_empty() {
-        r.message.trim().to_string()
-    } else {
+    if r.message.trim().is_empty() {
         r.rule.trim().to_string()
+    } else {
+        r.message.trim().to_string()
     }
 }
 

@@ -19,7 +19,7 @@ pub enum FieldErrorKind {
     Duplicate,
     /// A field is not allowed here (`Forbidden`).
     Forbidden,
-    /// A value has the wrong type (`Invalid value`, reason FieldValueTypeInvalid).
+    /// A value has the wrong type (`Invalid value`, reason `FieldValueTypeInvalid`).
     TypeInvalid,
     /// A referenced value was not found (`Not found`).
     NotFound,

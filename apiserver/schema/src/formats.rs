@@ -115,10 +115,10 @@ pub(crate) fn validates(format: &str, s: &str) -> bool {
         "hexcolor" => HEXCOLOR.is_match(s),
         "rgbcolor" => RGBCOLOR.is_match(s),
         "byte" => base64::engine::general_purpose::STANDARD.decode(s).is_ok(),
-        "password" => true,
         "date" => is_date(s),
         "duration" => is_duration(s),
         "datetime" => is_date_time(s),
+        // `password`, and any format not checked here, accepts anything.
         _ => true,
     }
 }
@@ -152,13 +152,13 @@ fn is_isbn10(s: &str) -> bool {
         return false;
     }
     let mut sum = 0u32;
-    for (i, ch) in c.iter().enumerate() {
+    for (weight, ch) in (1u32..).zip(&c) {
         let v = if *ch == 'X' {
             10
         } else {
             ch.to_digit(10).unwrap_or(0)
         };
-        sum += (i as u32 + 1) * v;
+        sum += weight * v;
     }
     sum.is_multiple_of(11)
 }
@@ -203,13 +203,6 @@ fn is_date_time(s: &str) -> bool {
 
 /// strfmt `IsDuration`: Go `time.ParseDuration` syntax or `<n> <unit>` with a known unit.
 fn is_duration(s: &str) -> bool {
-    if GO_DURATION.is_match(s) {
-        return true;
-    }
-    let Some(caps) = DURATION_UNITS.captures(s) else {
-        return false;
-    };
-    let unit = caps[2].to_string();
     const UNITS: &[&str] = &[
         "ns",
         "nanosecond",
@@ -246,6 +239,13 @@ fn is_duration(s: &str) -> bool {
         "week",
         "weeks",
     ];
+    if GO_DURATION.is_match(s) {
+        return true;
+    }
+    let Some(caps) = DURATION_UNITS.captures(s) else {
+        return false;
+    };
+    let unit = caps[2].to_string();
     UNITS.contains(&unit.as_str())
 }
 

@@ -3,6 +3,8 @@
 //! Hand-rolled: the exact Go verbs (`%v` for floats, `%q`, `%#v` for
 //! `map[string]interface {}`) have no Rust crate equivalent.
 
+use std::fmt::Write as _; // `write!` to a `String` cannot fail.
+
 use serde_json::{Number, Value};
 
 /// Go's `%v` of a float64 (strconv 'g' with shortest precision: exponent form when
@@ -30,7 +32,7 @@ pub(crate) fn float(f: f64) -> String {
     let (mantissa, exp) = sci.split_once('e').expect("exponent present");
     let exp: i32 = exp.parse().expect("numeric exponent");
     let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
     let sign = if negative { "-" } else { "" };
     // %g with shortest precision switches to %e when exp < -4 || exp >= 6.
     if !(-4..6).contains(&exp) {
@@ -44,21 +46,25 @@ pub(crate) fn float(f: f64) -> String {
     }
     let point = exp + 1; // digits before the decimal point
     let mut out = String::from(sign);
-    if point <= 0 {
-        out.push_str("0.");
-        for _ in 0..(-point) {
-            out.push('0');
+    match usize::try_from(point) {
+        Ok(point) if point > 0 && point >= digits.len() => {
+            out.push_str(&digits);
+            for _ in 0..(point - digits.len()) {
+                out.push('0');
+            }
         }
-        out.push_str(&digits);
-    } else if point as usize >= digits.len() {
-        out.push_str(&digits);
-        for _ in 0..(point as usize - digits.len()) {
-            out.push('0');
+        Ok(point) if point > 0 => {
+            out.push_str(&digits[..point]);
+            out.push('.');
+            out.push_str(&digits[point..]);
         }
-    } else {
-        out.push_str(&digits[..point as usize]);
-        out.push('.');
-        out.push_str(&digits[point as usize..]);
+        _ => {
+            out.push_str("0.");
+            for _ in 0..(-point) {
+                out.push('0');
+            }
+            out.push_str(&digits);
+        }
     }
     out
 }
@@ -90,13 +96,13 @@ pub(crate) fn quote(s: &str) -> String {
             '\u{c}' => out.push_str("\\f"),
             '\u{b}' => out.push_str("\\v"),
             c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
+                let _ = write!(out, "\\x{:02x}", c as u32);
             }
             c if c.is_control() => {
                 if (c as u32) < 0x10000 {
-                    out.push_str(&format!("\\u{:04x}", c as u32))
+                    let _ = write!(out, "\\u{:04x}", c as u32);
                 } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32))
+                    let _ = write!(out, "\\U{:08x}", c as u32);
                 }
             }
             c => out.push(c),
@@ -211,6 +217,8 @@ fn go_json_number(n: &serde_json::Number) -> String {
     if n.is_f64() {
         let f = n.as_f64().unwrap_or(0.0);
         if f.fract() == 0.0 && f.abs() < 1e21 {
+            // Integral and below 1e21: fits an i128 exactly.
+            #[allow(clippy::cast_possible_truncation)]
             return format!("{}", f as i128);
         }
     }
@@ -231,7 +239,9 @@ fn write_json_string(s: &str, out: &mut String) {
             '&' => out.push_str("\\u0026"),
             '\u{2028}' => out.push_str("\\u2028"),
             '\u{2029}' => out.push_str("\\u2029"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
             c => out.push(c),
         }
     }
@@ -249,11 +259,11 @@ mod tests {
         assert_eq!(float(5.0), "5");
         assert_eq!(float(1e21), "1e+21");
         assert_eq!(float(1e6), "1e+06");
-        assert_eq!(float(1234567.0), "1.234567e+06");
+        assert_eq!(float(1_234_567.0), "1.234567e+06");
         assert_eq!(float(0.0001), "0.0001");
         assert_eq!(float(0.00001), "1e-05");
         assert_eq!(float(-2.25), "-2.25");
-        assert_eq!(float(123456.0), "123456");
+        assert_eq!(float(123_456.0), "123456");
     }
 
     #[test]

@@ -333,6 +333,10 @@ fn bracket_item(part: &str) -> Result<Segment, JsonPathError> {
 
 impl JsonPath {
     /// Parses an expression (with or without surrounding `{}`).
+    ///
+    /// # Errors
+    ///
+    /// [`JsonPathError::Syntax`] if `expr` is not a valid expression.
     pub fn parse(expr: &str) -> Result<Self, JsonPathError> {
         let trimmed = expr.trim();
         let inner = match trimmed.strip_prefix('{') {
@@ -414,14 +418,24 @@ fn apply<'a>(seg: &Segment, v: &'a Value, out: &mut Vec<&'a Value>) {
         },
         Segment::Index(i) => {
             if let Value::Array(a) = v {
-                let idx = if *i < 0 { a.len() as i64 + i } else { *i };
-                if idx >= 0
-                    && let Some(x) = a.get(idx as usize)
-                {
+                let idx = if *i < 0 {
+                    usize::try_from(i.unsigned_abs())
+                        .ok()
+                        .and_then(|back| a.len().checked_sub(back))
+                } else {
+                    usize::try_from(*i).ok()
+                };
+                if let Some(x) = idx.and_then(|idx| a.get(idx)) {
                     out.push(x);
                 }
             }
         }
+        // Array lengths fit an i64, and `i` stays in 0..len.
+        #[allow(
+            clippy::cast_possible_wrap,
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss
+        )]
         Segment::Slice(start, end, step) => {
             if let Value::Array(a) = v {
                 let len = a.len() as i64;

@@ -39,6 +39,10 @@
 //! assert_eq!(errs[0].reason(), "FieldValueInvalid");
 //! ```
 
+// Others build on this crate, so its fallible and panicking functions say when
+// they fail (the workspace allows both lints for the application crates).
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
+
 mod cel;
 mod check;
 mod defaulting;

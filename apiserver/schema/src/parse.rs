@@ -9,7 +9,7 @@ use crate::error::{FieldError, FieldErrorKind};
 use crate::path::{child, index, key};
 use crate::schema::{AdditionalProperties, Pattern, StructuralSchema};
 
-/// Keywords kube's JSONSchemaProps knows but CRDs reject (with kube's messages).
+/// Keywords kube's `JSONSchemaProps` knows but CRDs reject (with kube's messages).
 const UNSUPPORTED: &[(&str, &str)] = &[
     ("id", "id is not supported"),
     ("additionalItems", "additionalItems is not supported"),
@@ -158,7 +158,7 @@ pub(crate) fn parse_node(
                 &child(path, "items"),
                 depth + 1,
                 errs,
-            )))
+            )));
         }
     }
     match m.get("additionalProperties") {
@@ -170,7 +170,7 @@ pub(crate) fn parse_node(
                 &child(path, "additionalProperties"),
                 depth + 1,
                 errs,
-            ))))
+            ))));
         }
     }
     for (kw, target) in [("allOf", 0usize), ("oneOf", 1), ("anyOf", 2)] {
@@ -277,13 +277,14 @@ fn number(m: &Map<String, Value>, k: &str, path: &str, errs: &mut Vec<FieldError
 fn integer(m: &Map<String, Value>, k: &str, path: &str, errs: &mut Vec<FieldError>) -> Option<i64> {
     match m.get(k) {
         None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(i) => Some(i),
-            None => {
+        Some(Value::Number(n)) => {
+            if let Some(i) = n.as_i64() {
+                Some(i)
+            } else {
                 errs.push(type_err(path, k, &Value::Number(n.clone()), "an integer"));
                 None
             }
-        },
+        }
         Some(other) => {
             errs.push(type_err(path, k, other, "an integer"));
             None

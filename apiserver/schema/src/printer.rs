@@ -22,6 +22,10 @@ const COLUMN_FORMATS: [&str; 8] = [
 /// Checks a column's `jsonPath` as kube does on CRD create/update (`validateSimpleJSONPath`:
 /// non-empty, starts with `.`) and that the table convertor can parse it. `Err` holds
 /// the detail for a `FieldError` at `...jsonPath`.
+///
+/// # Errors
+///
+/// What is wrong with the path: empty, not starting with `.`, or not parseable.
 pub fn validate_printer_column_json_path(json_path: &str) -> Result<(), String> {
     if json_path.is_empty() {
         return Err("must not be empty".into());
@@ -133,6 +137,8 @@ pub fn printer_column_value_at(
         "integer" => match value {
             Value::Number(n) => match n.as_i64() {
                 Some(i) => Value::from(i),
+                // As kube's `int64(f)`: the fraction is dropped.
+                #[allow(clippy::cast_possible_truncation)]
                 None => n.as_f64().map_or(Value::Null, |f| Value::from(f as i64)),
             },
             _ => Value::Null,
@@ -140,7 +146,9 @@ pub fn printer_column_value_at(
         "number" => match value {
             Value::Number(n) => match (n.as_i64(), n.as_f64()) {
                 (Some(i), _) => Value::from(i),
-                (None, Some(f)) if f.fract() == 0.0 && f.abs() < 9007199254740992.0 => {
+                // Integral and below 2^53: exact as an i64.
+                #[allow(clippy::cast_possible_truncation)]
+                (None, Some(f)) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => {
                     Value::from(f as i64)
                 }
                 (None, Some(f)) => Value::from(f),

@@ -1,4 +1,4 @@
-//! Pruning of unknown fields (`structuralpruning.Prune`) and ObjectMeta coercion of
+//! Pruning of unknown fields (`structuralpruning.Prune`) and `ObjectMeta` coercion of
 //! `metadata` (root and embedded resources).
 
 use serde_json::Value;
@@ -41,6 +41,8 @@ impl Pruner {
     }
 
     /// `prune(x, s)`; `s == None` means "no schema": objects lose every field.
+    // `x` and `s` as in kube's `prune(x, s)`.
+    #[allow(clippy::many_single_char_names)]
     fn prune(&mut self, x: &mut Value, s: Option<&StructuralSchema>, embedded: bool, path: &str) {
         let Some(s) = s else {
             self.prune_without_schema(x, path);
@@ -56,8 +58,11 @@ impl Pruner {
                 for k in keys {
                     let p = child(path, &k);
                     if embedded && META_FIELDS.contains(&k.as_str()) {
-                        if k == "metadata" && self.coerce_meta {
-                            self.coerce_metadata(m.get_mut(&k), &p);
+                        if k == "metadata"
+                            && self.coerce_meta
+                            && let Some(md) = m.get_mut(&k)
+                        {
+                            self.coerce_metadata(md, &p);
                         }
                         continue;
                     }
@@ -68,7 +73,7 @@ impl Pruner {
                         let v = m.get_mut(&k).expect("key present");
                         match ap {
                             AdditionalProperties::Schema(aps) => {
-                                self.prune(v, Some(aps), aps.embedded_resource, &p)
+                                self.prune(v, Some(aps), aps.embedded_resource, &p);
                             }
                             AdditionalProperties::Bool(_) => self.prune(v, None, false, &p),
                         }
@@ -101,7 +106,7 @@ impl Pruner {
                     let p = child(path, k);
                     if embedded && META_FIELDS.contains(&k.as_str()) {
                         if k == "metadata" && self.coerce_meta {
-                            self.coerce_metadata(Some(v), &p);
+                            self.coerce_metadata(v, &p);
                         }
                         continue;
                     }
@@ -110,7 +115,7 @@ impl Pruner {
                     } else if let Some(ap) = &s.additional_properties {
                         match ap {
                             AdditionalProperties::Schema(aps) => {
-                                self.prune(v, Some(aps), aps.embedded_resource, &p)
+                                self.prune(v, Some(aps), aps.embedded_resource, &p);
                             }
                             AdditionalProperties::Bool(_) => self.prune(v, None, false, &p),
                         }
@@ -151,9 +156,9 @@ impl Pruner {
         }
     }
 
-    /// Drops fields of `metadata` that ObjectMeta does not have.
-    fn coerce_metadata(&mut self, md: Option<&mut Value>, path: &str) {
-        let Some(Value::Object(m)) = md else { return };
+    /// Drops fields of `metadata` that `ObjectMeta` does not have.
+    fn coerce_metadata(&mut self, md: &mut Value, path: &str) {
+        let Value::Object(m) = md else { return };
         let unknown: Vec<String> = m
             .keys()
             .filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str()))

@@ -31,12 +31,11 @@ fn rewrite(p: &str) -> String {
                 (true, 'S') => Some("[^\\t\\n\\x0C\\r\\x20]".to_string()),
                 _ => None,
             };
-            match replacement {
-                Some(r) => out.push_str(&r),
-                None => {
-                    out.push(c);
-                    out.push(e);
-                }
+            if let Some(r) = replacement {
+                out.push_str(&r);
+            } else {
+                out.push(c);
+                out.push(e);
             }
             i += 2;
             continue;

@@ -18,6 +18,8 @@ pub enum AdditionalProperties {
 /// A CRD schema (`apiextensions.k8s.io/v1` `openAPIV3Schema`) that passed kube's
 /// structural checks. One node of the tree; children are nodes too.
 #[derive(Debug, Clone, PartialEq)]
+// One field per OpenAPI keyword, and several of those are flags.
+#[allow(clippy::struct_excessive_bools)]
 pub struct StructuralSchema {
     pub(crate) type_: String,
     pub(crate) format: String,
@@ -129,11 +131,19 @@ impl StructuralSchema {
     ///
     /// Error paths start with `openAPIV3Schema`; use [`StructuralSchema::new_at`] to root
     /// them elsewhere (e.g. `spec.versions[0].schema.openAPIV3Schema`).
+    ///
+    /// # Errors
+    ///
+    /// Every check that failed, as kube words it.
     pub fn new(openapi_v3: &Value) -> Result<Self, Vec<FieldError>> {
         Self::new_at(openapi_v3, "openAPIV3Schema")
     }
 
     /// Like [`StructuralSchema::new`], with error paths rooted at `base_path`.
+    ///
+    /// # Errors
+    ///
+    /// As [`StructuralSchema::new`].
     pub fn new_at(openapi_v3: &Value, base_path: &str) -> Result<Self, Vec<FieldError>> {
         crate::check::build(openapi_v3, base_path)
     }
@@ -156,7 +166,7 @@ impl StructuralSchema {
     /// the dropped paths (e.g. `spec.foo`, `spec.items[0].bar`). Keeps
     /// `apiVersion`/`kind`/`metadata` at the root and in
     /// `x-kubernetes-embedded-resource` objects; root `metadata` is pruned to
-    /// ObjectMeta fields.
+    /// `ObjectMeta` fields.
     pub fn prune(&self, obj: &mut Value) -> Vec<String> {
         crate::pruning::prune_object(obj, self)
     }

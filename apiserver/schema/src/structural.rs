@@ -325,7 +325,7 @@ pub(crate) fn structural_checks(s: &StructuralSchema, path: &str) -> Vec<FieldEr
     let mut errs = Vec::new();
     invariants(s, Level::Root, path, &mut errs);
     completeness_everywhere(s, path, &mut errs);
-    errs.sort_by_key(|e| e.message());
+    errs.sort_by_key(super::error::FieldError::message);
     errs.dedup();
     errs
 }
@@ -457,7 +457,7 @@ fn root_metadata_is_trivial(meta: &StructuralSchema) -> bool {
     let names: Vec<&str> = meta.properties.keys().map(String::as_str).collect();
     let props_ok = matches!(
         names.as_slice(),
-        [] | ["name"] | ["generateName"] | ["generateName", "name"]
+        [] | ["name" | "generateName"] | ["generateName", "name"]
     );
     let Some(m) = meta.raw.as_object() else {
         return false;

@@ -85,7 +85,7 @@ fn sch_type(v: &Value) -> &'static str {
 
 /// swag.IsFloat64AJSONInteger.
 fn is_json_integer(f: f64) -> bool {
-    const MAX: f64 = 9007199254740991.0;
+    const MAX: f64 = 9_007_199_254_740_991.0;
     if !f.is_finite() || !(-MAX..=MAX).contains(&f) {
         return false;
     }
@@ -295,9 +295,7 @@ fn type_validator(
     errs: &mut Vec<FieldError>,
 ) {
     let t = types(s);
-    let format = crate::formats::supported(&s.format)
-        .map(|_| s.format.as_str())
-        .unwrap_or("");
+    let format = crate::formats::supported(&s.format).map_or("", |_| s.format.as_str());
     if t.is_empty() && format.is_empty() {
         return;
     }
@@ -425,7 +423,7 @@ fn string_validator(
     name: &str,
     errs: &mut Vec<FieldError>,
 ) {
-    let len = data.chars().count() as i64;
+    let len = i64::try_from(data.chars().count()).unwrap_or(i64::MAX);
     if let Some(max) = s.max_length
         && len > max
     {
@@ -461,6 +459,9 @@ fn string_validator(
     }
 }
 
+// `n`, `f`, `s`, `m` as in kube-openapi's validators; an integer value compares with
+// the bounds as `int64(bound)`, truncating as Go does.
+#[allow(clippy::many_single_char_names, clippy::cast_possible_truncation)]
 fn number_validator(
     ctx: &Ctx,
     s: &StructuralSchema,
@@ -560,7 +561,7 @@ fn slice_validator(
             node(ctx, items, v, old_item, &index(name, i), errs);
         }
     }
-    let size = a.len() as i64;
+    let size = i64::try_from(a.len()).unwrap_or(i64::MAX);
     if let Some(min) = s.min_items
         && size < min
     {
@@ -604,6 +605,8 @@ fn too_many_detail(max: i64) -> String {
 }
 
 /// Deep equality treating numbers by value (`1` equals `1.0`), like Go after decoding.
+// `a`/`b` and their contents `x`/`y`, `i`/`j`, `p`/`q`: the two sides, pairwise.
+#[allow(clippy::many_single_char_names)]
 pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
@@ -659,7 +662,7 @@ fn object_validator(
     name: &str,
     errs: &mut Vec<FieldError>,
 ) {
-    let n = m.len() as i64;
+    let n = i64::try_from(m.len()).unwrap_or(i64::MAX);
     if let Some(min) = s.min_properties
         && n < min
     {

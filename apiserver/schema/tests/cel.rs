@@ -4,6 +4,8 @@
 use gantry_schema::StructuralSchema;
 use serde_json::{Value, json};
 
+// Takes a `json!` literal by value so each call reads as data.
+#[allow(clippy::needless_pass_by_value)]
 fn schema(spec_rules: Value) -> StructuralSchema {
     StructuralSchema::new(&json!({
         "type": "object",
@@ -22,11 +24,16 @@ fn schema(spec_rules: Value) -> StructuralSchema {
             }
         }}
     }))
-    .unwrap_or_else(|e| panic!("{:?}", e.iter().map(|e| e.message()).collect::<Vec<_>>()))
+    .unwrap_or_else(|e| panic!("{:?}", e.iter().map(gantry_schema::FieldError::message).collect::<Vec<_>>()))
 }
 
+// Takes a `json!` literal by value so each call reads as data.
+#[allow(clippy::needless_pass_by_value)]
 fn msgs(s: &StructuralSchema, obj: Value) -> Vec<String> {
-    s.validate(&obj).iter().map(|e| e.message()).collect()
+    s.validate(&obj)
+        .iter()
+        .map(gantry_schema::FieldError::message)
+        .collect()
 }
 
 #[test]
@@ -103,13 +110,13 @@ fn kube_list_and_regex_library() {
     let ok: Vec<String> = s
         .validate(&json!({"spec": {"nums": [1, 2, 3], "name": "a1"}}))
         .iter()
-        .map(|e| e.message())
+        .map(gantry_schema::FieldError::message)
         .collect();
     assert!(ok.is_empty(), "{ok:?}");
     let m: Vec<String> = s
         .validate(&json!({"spec": {"nums": [6, 5], "name": "a123"}}))
         .iter()
-        .map(|e| e.message())
+        .map(gantry_schema::FieldError::message)
         .collect();
     assert_eq!(
         m,
@@ -144,7 +151,7 @@ fn transition_rules_only_on_update() {
     let errs: Vec<String> = s
         .validate_update(&json!({"spec": {"immutable": "b"}}), &old)
         .iter()
-        .map(|e| e.message())
+        .map(gantry_schema::FieldError::message)
         .collect();
     assert_eq!(
         errs,
@@ -191,7 +198,10 @@ fn bad_rules_reject_the_schema() {
         "s",
     )
     .unwrap_err();
-    let m: Vec<String> = errs.iter().map(|e| e.message()).collect();
+    let m: Vec<String> = errs
+        .iter()
+        .map(gantry_schema::FieldError::message)
+        .collect();
     assert!(
         m[0].starts_with(r#"s.properties[spec].x-kubernetes-validations[0].rule: Invalid value: "self.x +": compilation failed: ERROR: <input>:1:"#),
         "{}",
@@ -246,7 +256,9 @@ fn defaults_must_satisfy_rules() {
     )
     .unwrap_err();
     assert_eq!(
-        errs.iter().map(|e| e.message()).collect::<Vec<_>>(),
+        errs.iter()
+            .map(gantry_schema::FieldError::message)
+            .collect::<Vec<_>>(),
         vec![
             r#"s.properties[spec].properties[size].default: Invalid value: "integer": must be even"#
         ]

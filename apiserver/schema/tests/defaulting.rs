@@ -40,7 +40,7 @@ fn schema() -> StructuralSchema {
             }
         }
     }))
-    .unwrap_or_else(|e| panic!("{:?}", e.iter().map(|e| e.message()).collect::<Vec<_>>()))
+    .unwrap_or_else(|e| panic!("{:?}", e.iter().map(gantry_schema::FieldError::message).collect::<Vec<_>>()))
 }
 
 #[test]

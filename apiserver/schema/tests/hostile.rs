@@ -15,7 +15,7 @@ fn nested_object(depth: usize, leaf: Value) -> Value {
     v
 }
 
-/// Drops a deep value without recursing (serde_json's Drop is recursive).
+/// Drops a deep value without recursing (`serde_json`'s Drop is recursive).
 fn drop_deep(v: Value) {
     let mut stack = vec![v];
     while let Some(mut x) = stack.pop() {
@@ -196,7 +196,10 @@ fn huge_list_maps_validate_and_ratchet_in_linear_time() {
         .unwrap()
         .push(json!({"name": "e0", "v": 1}));
     let errs = s.validate_update(&new, &old);
-    let msgs: Vec<String> = errs.iter().map(|e| e.message()).collect();
+    let msgs: Vec<String> = errs
+        .iter()
+        .map(gantry_schema::FieldError::message)
+        .collect();
     assert_eq!(
         msgs,
         vec![

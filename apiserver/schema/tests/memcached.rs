@@ -80,7 +80,7 @@ fn size_bounds() {
     let msgs = |size: Value| -> Vec<String> {
         s.validate(&json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "spec": {"size": size}}))
             .iter()
-            .map(|e| e.message())
+            .map(gantry_schema::FieldError::message)
             .collect()
     };
     assert!(msgs(json!(10)).is_empty());
@@ -106,7 +106,7 @@ fn status_conditions() {
     let with = |conds: Value| -> Vec<String> {
         s.validate(&json!({"spec": {"size": 2}, "status": {"conditions": conds}}))
             .iter()
-            .map(|e| e.message())
+            .map(gantry_schema::FieldError::message)
             .collect()
     };
     assert!(
@@ -154,7 +154,9 @@ fn default_out_of_range_rejects_the_crd() {
     let errs =
         StructuralSchema::new_at(&schema, "spec.versions[0].schema.openAPIV3Schema").unwrap_err();
     assert_eq!(
-        errs.iter().map(|e| e.message()).collect::<Vec<_>>(),
+        errs.iter()
+            .map(gantry_schema::FieldError::message)
+            .collect::<Vec<_>>(),
         vec![
             "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].default: Invalid value: 20:  in body should be less than or equal to 10"
         ]

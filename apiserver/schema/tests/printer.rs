@@ -167,7 +167,10 @@ fn column_definition_validation() {
         &json!({"name": "", "type": "int", "format": "x", "jsonPath": "spec"}),
         "c",
     );
-    let m: Vec<String> = errs.iter().map(|e| e.message()).collect();
+    let m: Vec<String> = errs
+        .iter()
+        .map(gantry_schema::FieldError::message)
+        .collect();
     assert_eq!(
         m,
         vec![

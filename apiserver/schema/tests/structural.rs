@@ -6,13 +6,20 @@ use serde_json::{Value, json};
 
 const BASE: &str = "spec.versions[0].schema.openAPIV3Schema";
 
+// Takes a `json!` literal by value so each call reads as data.
+#[allow(clippy::needless_pass_by_value)]
 fn errors(schema: Value) -> Vec<String> {
     match StructuralSchema::new_at(&schema, BASE) {
         Ok(_) => Vec::new(),
-        Err(errs) => errs.iter().map(|e| e.message()).collect(),
+        Err(errs) => errs
+            .iter()
+            .map(gantry_schema::FieldError::message)
+            .collect(),
     }
 }
 
+// Takes a `json!` literal by value so each call reads as data.
+#[allow(clippy::needless_pass_by_value)]
 fn spec_with(x: Value) -> Value {
     json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"x": x}}}})
 }

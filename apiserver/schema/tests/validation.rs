@@ -5,6 +5,8 @@ use gantry_schema::{FieldErrorKind, StructuralSchema};
 use serde_json::{Value, json};
 
 /// A root schema `{type: object, properties: {spec: {type: object, properties: {x: <x>}}}}`.
+// Takes a `json!` literal by value so each call reads as data.
+#[allow(clippy::needless_pass_by_value)]
 fn schema_with(x: Value) -> StructuralSchema {
     StructuralSchema::new(&json!({
         "type": "object",
@@ -13,15 +15,19 @@ fn schema_with(x: Value) -> StructuralSchema {
     .unwrap_or_else(|e| {
         panic!(
             "schema rejected: {:?}",
-            e.iter().map(|e| e.message()).collect::<Vec<_>>()
+            e.iter()
+                .map(gantry_schema::FieldError::message)
+                .collect::<Vec<_>>()
         )
     })
 }
 
+// Takes a `json!` literal by value so each call reads as data.
+#[allow(clippy::needless_pass_by_value)]
 fn messages(s: &StructuralSchema, x: Value) -> Vec<String> {
     s.validate(&json!({"spec": {"x": x}}))
         .iter()
-        .map(|e| e.message())
+        .map(gantry_schema::FieldError::message)
         .collect()
 }
 

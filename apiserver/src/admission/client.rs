@@ -54,7 +54,7 @@ impl tower_service::Service<Name> for Resolver {
         let known = self
             .services
             .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(name.as_str())
             .cloned();
         let host = name.as_str().to_string();
@@ -112,7 +112,10 @@ impl Clients {
         service: &str,
     ) -> Result<(HttpsClient, ServiceTable), String> {
         let key = (ca_bundle.to_vec(), service.to_string());
-        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pool = self
+            .pool
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(c) = pool.get(&key) {
             return Ok(c.clone());
         }
@@ -158,7 +161,7 @@ impl Clients {
                 let addrs = resolve_service(store, namespace, name, *port).await?;
                 services
                     .write()
-                    .unwrap_or_else(|p| p.into_inner())
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .insert(host.clone(), addrs);
                 // No port in the URL: the resolved addresses carry the endpoint's
                 // port; the host is the TLS server name, as in kube.
@@ -223,7 +226,7 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// Addresses of a service port: from its Endpoints, else its EndpointSlices, else
-/// (ExternalName services) the external name, as kube's resolvers do. The cluster IP
+/// (`ExternalName` services) the external name, as kube's resolvers do. The cluster IP
 /// is not used: nothing routes it here.
 pub async fn resolve_service(
     store: &Store,

@@ -9,8 +9,8 @@ use k8s_openapi::api::admissionregistration::v1 as admreg;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Value, json};
 
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::ResourceInfo;
-use crate::status::{ApiError, ApiResult, Cause};
 
 /// Mutating or validating.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +52,7 @@ impl std::fmt::Debug for MatchCondition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MatchCondition")
             .field("name", &self.name)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -211,7 +211,12 @@ impl Common {
             namespace_selector: self.namespace_selector.unwrap_or_default(),
             object_selector: self.object_selector.unwrap_or_default(),
             side_effects: self.side_effects,
-            timeout: Duration::from_secs(self.timeout_seconds.unwrap_or(10).clamp(1, 30) as u64),
+            timeout: Duration::from_secs(u64::from(
+                self.timeout_seconds
+                    .unwrap_or(10)
+                    .clamp(1, 30)
+                    .unsigned_abs(),
+            )),
             review_versions: self.review_versions,
             reinvoke: self.reinvocation_policy.as_deref() == Some("IfNeeded"),
             match_conditions,
@@ -524,7 +529,6 @@ fn validate_rule(r: &admreg::RuleWithOperations, path: &str, out: &mut Vec<Cause
                 &format!("{res:?}"),
                 "must be in the form of '<resource>' or '<resource>/<subresource>'",
             ));
-            continue;
         }
     }
     if has_all && resources.len() > 1 {

@@ -14,9 +14,9 @@ use tracing::Instrument;
 use super::config::{Webhook, WebhookKind};
 use super::{Attributes, matching, review};
 use crate::app::{App, present};
+use crate::error::{ApiError, ApiResult};
 use crate::objects::admission::{FieldValidation, check_type_meta, normalize};
 use crate::registry::ResourceInfo;
-use crate::status::{ApiError, ApiResult};
 
 /// Why a call failed (kube's `ErrCallingWebhook`): subject to the failure policy.
 struct CallError(String);
@@ -142,7 +142,7 @@ async fn call(
         webhook = %hook.name,
         configuration = %hook.configuration,
         operation = a.operation.as_str(),
-        resource = %crate::status::qualified(&a.info.group, &a.info.plural),
+        resource = %crate::error::qualified(&a.info.group, &a.info.plural),
     );
     let started = Instant::now();
     let body = serde_json::to_vec(&review).expect("JSON serializes");
@@ -198,7 +198,7 @@ fn as_version(info: &ResourceInfo, obj: &Value) -> Value {
 }
 
 /// Applies the failure policy to a failed call: Fail → 500, Ignore → logged.
-fn failed(hook: &Webhook, e: CallError) -> ApiResult<()> {
+fn failed(hook: &Webhook, e: &CallError) -> ApiResult<()> {
     let msg = format!("failed calling webhook {:?}: {}", hook.name, e.0);
     if hook.fail {
         Err(internal(msg))
@@ -238,7 +238,7 @@ pub async fn mutate(
             let outcome = match call(app, hook, a, current.as_ref(), old).await? {
                 Ok(o) => o,
                 Err(e) => {
-                    failed(hook, e)?;
+                    failed(hook, &e)?;
                     continue;
                 }
             };
@@ -325,7 +325,7 @@ pub async fn validate(
         match r? {
             Ok(Outcome::Allowed { warnings: w, .. }) => warnings.extend(w),
             Ok(Outcome::Skipped) => {}
-            Err(e) => failed(hook, e)?,
+            Err(e) => failed(hook, &e)?,
         }
     }
     Ok(warnings)

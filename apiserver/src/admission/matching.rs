@@ -9,8 +9,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
 use super::{Attributes, Operation, Webhook};
+use crate::error::Cause;
 use crate::registry::{Registry, ResourceInfo};
-use crate::status::Cause;
 
 fn is_namespaces(info: &ResourceInfo) -> bool {
     info.group.is_empty() && info.plural == "namespaces"
@@ -118,7 +118,7 @@ pub fn labels(obj: Option<&Value>) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-/// Whether a metav1 LabelSelector matches `labels` (the empty selector matches all).
+/// Whether a metav1 `LabelSelector` matches `labels` (the empty selector matches all).
 pub fn selector_matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
     let labels_ok = sel
         .match_labels
@@ -142,8 +142,10 @@ pub fn selector_matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) 
 
 /// Whether a selector is empty (matches everything).
 pub fn selector_is_empty(sel: &LabelSelector) -> bool {
-    sel.match_labels.as_ref().is_none_or(|m| m.is_empty())
-        && sel.match_expressions.as_ref().is_none_or(|e| e.is_empty())
+    sel.match_labels
+        .as_ref()
+        .is_none_or(std::collections::BTreeMap::is_empty)
+        && sel.match_expressions.as_ref().is_none_or(Vec::is_empty)
 }
 
 /// kube's label selector validation (`ValidateLabelSelector`).

@@ -91,7 +91,7 @@ impl UserInfo {
         }
     }
 
-    /// `authentication.k8s.io/v1` UserInfo JSON.
+    /// `authentication.k8s.io/v1` `UserInfo` JSON.
     pub fn to_json(&self) -> Value {
         json!({ "username": self.username, "groups": self.groups })
     }
@@ -114,7 +114,7 @@ pub struct Attributes {
     pub user: UserInfo,
     /// `dryRun=All`.
     pub dry_run: bool,
-    /// CreateOptions / UpdateOptions / DeleteOptions.
+    /// `CreateOptions` / `UpdateOptions` / `DeleteOptions`.
     pub options: Value,
     /// (group, version, kind) of the object when it is not the resource's kind
     /// (`autoscaling/v1 Scale` for the scale subresource); such objects are sent and
@@ -171,7 +171,7 @@ impl Webhooks {
     pub fn current(&self) -> Arc<Loaded> {
         self.current
             .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
 
@@ -198,7 +198,10 @@ impl Webhooks {
             validating = loaded.validating.len(),
             "admission webhooks loaded"
         );
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(loaded);
+        *self
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(loaded);
     }
 
     /// Whether a committed key is a webhook configuration's.

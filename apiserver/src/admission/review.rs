@@ -197,24 +197,24 @@ fn sanitize_warning(w: &str) -> String {
 mod tests {
     use super::*;
 
-    fn body(v: Value) -> Vec<u8> {
-        serde_json::to_vec(&v).unwrap()
+    fn body(v: &Value) -> Vec<u8> {
+        serde_json::to_vec(v).unwrap()
     }
 
     #[test]
     fn uid_and_type_checked() {
         let ok = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                         "response": {"uid": "a", "allowed": true, "warnings": ["w\nx"]}});
-        let v = verify("v1", "a", false, &body(ok.clone())).unwrap();
+        let v = verify("v1", "a", false, &body(&ok)).unwrap();
         assert!(v.allowed);
         assert_eq!(v.warnings, vec!["w x"]);
         assert_eq!(
-            verify("v1", "b", false, &body(ok)).unwrap_err(),
+            verify("v1", "b", false, &body(&ok)).unwrap_err(),
             "expected response.uid=\"b\", got \"a\""
         );
         let bad = json!({"apiVersion": "v1", "kind": "Status", "response": {"uid": "a"}});
         assert!(
-            verify("v1", "a", false, &body(bad))
+            verify("v1", "a", false, &body(&bad))
                 .unwrap_err()
                 .starts_with("expected webhook response of admission.k8s.io/v1")
         );
@@ -230,17 +230,17 @@ mod tests {
         let r = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                        "response": {"uid": "a", "allowed": true, "patch": p, "patchType": "JSONPatch"}});
         assert_eq!(
-            verify("v1", "a", true, &body(r.clone())).unwrap().patch,
+            verify("v1", "a", true, &body(&r)).unwrap().patch,
             Some(b"[]".to_vec())
         );
         assert_eq!(
-            verify("v1", "a", false, &body(r)).unwrap_err(),
+            verify("v1", "a", false, &body(&r)).unwrap_err(),
             "validating webhook may not return response.patch"
         );
         let r = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                        "response": {"uid": "a", "allowed": true, "patch": p}});
         assert_eq!(
-            verify("v1", "a", true, &body(r)).unwrap_err(),
+            verify("v1", "a", true, &body(&r)).unwrap_err(),
             "webhook returned response.patch but not response.patchType"
         );
     }

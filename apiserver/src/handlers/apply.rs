@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::write::{WriteCtx, admit_new};
 use crate::app::App;
+use crate::error::{ApiError, ApiResult};
 use crate::objects::{fieldmanager, meta};
-use crate::status::{ApiError, ApiResult};
 
 /// Server-side apply of `body` onto `live`: the merged object (with managedFields
 /// removed) and the new managedFields.

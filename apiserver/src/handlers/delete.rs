@@ -11,22 +11,22 @@ use serde_json::{Value, json};
 
 use crate::admission::{self as adm, Attributes, Operation};
 use crate::app::{App, present};
+use crate::error::{ApiError, ApiResult, success_status};
 use crate::http::request::ResourceRequest;
 use crate::http::respond::json_response;
 use crate::objects::lifecycle::{self, Deletion, Propagation};
 use crate::objects::meta;
 use crate::registry::ResourceInfo;
-use crate::status::{ApiError, ApiResult, success_status};
 use crate::storage::{View, Write};
 
-/// Parsed DeleteOptions (body and query).
+/// Parsed `DeleteOptions` (body and query).
 #[derive(Clone, Debug)]
 struct DeleteOptions {
     uid: Option<String>,
     resource_version: Option<String>,
     policy: Option<Propagation>,
     dry_run: bool,
-    /// The DeleteOptions object webhooks see.
+    /// The `DeleteOptions` object webhooks see.
     json: Value,
 }
 
@@ -142,7 +142,7 @@ fn delete_one(
             message: format!(
                 "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
             ),
-            details: crate::status::Details::new("", "namespaces", name),
+            details: crate::error::Details::new("", "namespaces", name),
         });
     }
     let policy = opts.policy.unwrap_or(Propagation::Background);
@@ -227,12 +227,12 @@ pub async fn delete(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     };
     Ok(match out {
         Deleted::Pending(o) => {
-            let stored = events.first().map(|e| (*e.object).clone()).unwrap_or(o);
+            let stored = events.first().map_or(o, |e| (*e.object).clone());
             json_response(200, &present(&info, &stored), &[])
         }
         Deleted::Gone(o) => {
             if info.is_custom() {
-                let stored = events.first().map(|e| (*e.object).clone()).unwrap_or(o);
+                let stored = events.first().map_or(o, |e| (*e.object).clone());
                 json_response(200, &present(&info, &stored), &[])
             } else {
                 let status = success_status(
@@ -307,7 +307,7 @@ pub async fn delete_collection(app: &Arc<App>, r: ResourceRequest) -> ApiResult<
     let Some(items) = done else {
         return Err(ApiError::Conflict {
             message: "the collection kept changing while it was being deleted; please retry".into(),
-            details: crate::status::Details::new(&info.group, &info.plural, ""),
+            details: crate::error::Details::new(&info.group, &info.plural, ""),
         });
     };
     let items: Vec<Value> = items.iter().map(|o| present(&info, o)).collect();

@@ -7,14 +7,14 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::app::{App, present};
+use crate::error::{ApiError, ApiResult};
 use crate::http::request::ResourceRequest;
 use crate::http::respond::json_response;
 use crate::selectors::{FieldSelector, LabelSelector, Selectors};
-use crate::status::{ApiError, ApiResult};
 use crate::table::{IncludeObject, partial_object_metadata, table};
 
 /// GET one object.
-pub async fn get(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
+pub fn get(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
     let info = &r.info;
     let obj = app
         .store
@@ -29,7 +29,7 @@ pub async fn get(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
         let t = table(
             info,
             &[obj],
-            json!({ "resourceVersion": rv }),
+            &json!({ "resourceVersion": rv }),
             IncludeObject::parse(r.query.get("includeObject")),
             true,
         );
@@ -78,14 +78,16 @@ fn encode_continue(c: &Continue) -> String {
 }
 
 /// LIST objects.
-pub async fn list(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
+pub fn list(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
     let info = &r.info;
-    let sel = selectors(&r)?;
+    let sel = selectors(r)?;
     let limit: usize = match r.query.get("limit") {
         Some(l) => l
             .parse::<i64>()
             .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?
-            .max(0) as usize,
+            .max(0)
+            .try_into()
+            .unwrap_or(usize::MAX),
         None => 0,
     };
     let prefix = info.ns_prefix(r.namespace.as_deref());
@@ -153,7 +155,7 @@ pub async fn list(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
         let t = table(
             info,
             &objects,
-            meta,
+            &meta,
             IncludeObject::parse(r.query.get("includeObject")),
             true,
         );

@@ -7,12 +7,12 @@ use serde_json::{Value, json};
 
 use crate::admission::{self as adm, Attributes, Operation};
 use crate::app::{App, present};
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::http::body;
 use crate::http::request::ResourceRequest;
 use crate::http::respond::json_response;
 use crate::objects::{fieldmanager, meta};
 use crate::registry::{ResourceInfo, ScalePaths};
-use crate::status::{ApiError, ApiResult, Cause};
 use crate::storage::Write;
 
 fn pointer(path: &str) -> String {
@@ -52,7 +52,7 @@ fn scale_of(info: &ResourceInfo, paths: &ScalePaths, obj: &Value) -> Value {
 }
 
 /// GET .../scale
-pub async fn get(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
+pub fn get(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
     let info = &r.info;
     let paths = info.scale.as_ref().expect("router checked scale");
     let obj = app
@@ -79,7 +79,7 @@ fn requested_scale(r: &ResourceRequest, current: &Value) -> ApiResult<Value> {
             json_patch::patch(&mut doc, &p).map_err(|e| ApiError::bad_request(e.to_string()))?;
         }
         "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
-            json_patch::merge(&mut doc, &body::json(&r.body)?)
+            json_patch::merge(&mut doc, &body::json(&r.body)?);
         }
         other => {
             return Err(ApiError::UnsupportedMediaType(format!(
@@ -179,7 +179,7 @@ pub async fn write(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
         let Some(new) = done else {
             continue;
         };
-        let stored = events.first().map(|e| (*e.object).clone()).unwrap_or(new);
+        let stored = events.first().map_or(new, |e| (*e.object).clone());
         return Ok(json_response(
             200,
             &scale_of(&info, &paths, &present(&info, &stored)),

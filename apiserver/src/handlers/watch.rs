@@ -16,8 +16,8 @@ use axum::response::Response;
 use tokio::sync::broadcast;
 
 use crate::app::App;
+use crate::error::{ApiError, ApiResult};
 use crate::http::request::ResourceRequest;
-use crate::status::{ApiError, ApiResult};
 use crate::table::IncludeObject;
 use crate::watch::encode::{Form, Format, error_line};
 use crate::watch::filter::Filter;
@@ -37,7 +37,7 @@ pub async fn watch(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
             "meta.k8s.io",
             "ListOptions",
             "",
-            vec![crate::status::Cause::new(
+            vec![crate::error::Cause::new(
                 "FieldValueForbidden",
                 "Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
                 "sendInitialEvents",
@@ -72,7 +72,7 @@ pub async fn watch(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
             .parse()
             .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv_param}")))?;
         if let Err(current) = wait_for_rv(app, rv).await {
-            let status = crate::status::too_large_resource_version(rv, current);
+            let status = crate::error::too_large_resource_version(rv, current);
             return Ok(stream_response(Body::from(error_line(&status))));
         }
         Start::After(rv)

@@ -13,13 +13,13 @@ use serde_json::Value;
 
 use crate::admission::{self as adm, Attributes, Operation};
 use crate::app::{App, present};
+use crate::error::{ApiError, ApiResult, Details};
 use crate::http::body;
 use crate::http::request::ResourceRequest;
 use crate::http::respond::json_response;
 use crate::objects::admission::{FieldValidation, check_type_meta, normalize, validate_schema};
 use crate::objects::{fieldmanager, meta};
 use crate::registry::ResourceInfo;
-use crate::status::{ApiError, ApiResult, Details};
 use crate::storage::{View, Write};
 
 /// Everything a write needs from the request, owned (it runs in the store closure).
@@ -117,7 +117,7 @@ pub fn check_namespace(
         Some(n) if meta::is_deleting(n) => Err(ApiError::Forbidden {
             message: format!(
                 "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-                crate::status::qualified(&info.group, &info.plural)
+                crate::error::qualified(&info.group, &info.plural)
             ),
             details: Details::new(&info.group, &info.plural, name),
         }),
@@ -151,7 +151,7 @@ fn set_request_namespace(ctx: &WriteCtx, obj: &mut Value) -> ApiResult<()> {
 
 /// A new object, from decoding to the object to store, in kube's order: decode and
 /// defaults → mutating webhooks → decode/defaults again → schema validation, system
-/// metadata, kind hooks, validation → managedFields → validating webhooks.
+/// metadata, kind strategies, validation → managedFields → validating webhooks.
 /// `managed` is the managedFields of apply (None: recorded for this manager).
 /// Returns the object and warnings.
 pub(super) async fn admit_new(
@@ -183,7 +183,7 @@ pub(super) async fn admit_new(
     {
         m.remove("status");
     }
-    crate::hooks::on_create(info, &mut obj)?;
+    crate::strategy::on_create(info, &mut obj)?;
     meta::validate_name_and_labels(info, &obj)?;
     match managed {
         Some(mf) => fieldmanager::set_managed_fields(&mut obj, &mf),
@@ -218,7 +218,7 @@ pub(super) async fn commit_create(app: &Arc<App>, ctx: &WriteCtx, obj: Value) ->
             Ok((obj, writes))
         })
         .await?;
-    Ok(events.first().map(|e| (*e.object).clone()).unwrap_or(obj))
+    Ok(events.first().map_or(obj, |e| (*e.object).clone()))
 }
 
 /// POST: create an object.
@@ -270,7 +270,7 @@ pub async fn update(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
             &r.info.group,
             &r.info.kind,
             r.name(),
-            vec![crate::status::Cause::new(
+            vec![crate::error::Cause::new(
                 "FieldValueInvalid",
                 "Invalid value: 0x0: must be specified for an update",
                 "metadata.resourceVersion",
@@ -398,7 +398,7 @@ async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResul
         let new = crate::objects::events::to_storage(&info, new);
         let remove = meta::is_deleting(&new)
             && meta::finalizers(&new).is_empty()
-            && !crate::hooks::holds_deletion(&info, &new);
+            && !crate::strategy::holds_deletion(&info, &new);
         let (c2, key2) = (ctx.clone(), key.clone());
         let (done, events) = app
             .commit(move |view| {
@@ -417,7 +417,7 @@ async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResul
             continue;
         };
         // Return what was stored (with its resourceVersion).
-        let stored = events.first().map(|e| (*e.object).clone()).unwrap_or(new);
+        let stored = events.first().map_or(new, |e| (*e.object).clone());
         return Ok(json_response(200, &present(&info, &stored), &warnings));
     }
     Err(ApiError::stale(&info.group, &info.plural, &ctx.name))
@@ -425,7 +425,7 @@ async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResul
 
 /// Turns a candidate object into the object to store, in kube's order: decode and
 /// defaults → mutating webhooks → subresource rules, preserved system fields,
-/// validation, kind hooks, generation, managedFields → validating webhooks.
+/// validation, kind strategies, generation, managedFields → validating webhooks.
 /// Returns None when nothing changed (no write, same resourceVersion). `old` is the live
 /// object as served at the request's version.
 async fn finish_update(
@@ -459,7 +459,7 @@ async fn finish_update(
             &info.group,
             &info.kind,
             &ctx.name,
-            vec![crate::status::Cause::new(
+            vec![crate::error::Cause::new(
                 "FieldValueInvalid",
                 format!("Invalid value: {n:?}: field is immutable"),
                 "metadata.name",
@@ -504,7 +504,7 @@ async fn finish_update(
     meta::meta_mut(&mut new).insert("resourceVersion".into(), Value::String(old_rv.to_string()));
     validate_schema(info, &new, Some(old))?;
     meta::validate_name_and_labels(info, &new)?;
-    crate::hooks::on_update(info, old, &mut new, ctx.subresource.as_deref())?;
+    crate::strategy::on_update(info, old, &mut new, ctx.subresource.as_deref())?;
     let immutable = crate::objects::validation::validate_update(info, old, &new);
     if !immutable.is_empty() {
         return Err(ApiError::invalid(
@@ -524,7 +524,7 @@ async fn finish_update(
                 &info.group,
                 &info.kind,
                 &ctx.name,
-                vec![crate::status::Cause::new(
+                vec![crate::error::Cause::new(
                     "FieldValueForbidden",
                     format!(
                         "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{f:?}}}"

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use serde_json::Value;
 
-use crate::status::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult};
 
 /// Reads the whole body, failing with 413 above `limit` bytes.
 pub async fn read_body(body: Body, limit: usize) -> ApiResult<Bytes> {

@@ -1,17 +1,17 @@
 //! Nesting depth of request bodies, measured before they are parsed.
 //!
-//! libyaml (under serde_yaml) keeps one "simple key" per open flow collection and
+//! libyaml (under `serde_yaml`) keeps one "simple key" per open flow collection and
 //! walks them all for every token, so `[[[[...` costs time quadratic in its depth
 //! before any recursion limit is reached: 100,000 levels took seconds of CPU. A
 //! linear scan first refuses bodies nested deeper than [`MAX_DEPTH`], which is also
 //! the recursion limit of the JSON and YAML decoders behind it.
 
-/// Deepest nesting accepted (serde_json's and serde_yaml's recursion limit).
+/// Deepest nesting accepted (`serde_json`'s and `serde_yaml`'s recursion limit).
 pub const MAX_DEPTH: usize = 128;
 
 /// 400 when `body` nests deeper than [`MAX_DEPTH`]: YAML media types are scanned as
 /// YAML, everything else as JSON (protobuf decoding has its own recursion limit).
-pub fn check(content_type: &str, body: &[u8]) -> Result<(), crate::status::ApiError> {
+pub fn check(content_type: &str, body: &[u8]) -> Result<(), crate::error::ApiError> {
     let media = content_type.split(';').next().unwrap_or("").trim();
     let (deep, what) = if media.contains("protobuf") {
         (false, "")
@@ -21,7 +21,7 @@ pub fn check(content_type: &str, body: &[u8]) -> Result<(), crate::status::ApiEr
         (json_exceeds(body, MAX_DEPTH), "error decoding JSON body")
     };
     if deep {
-        return Err(crate::status::ApiError::bad_request(format!(
+        return Err(crate::error::ApiError::bad_request(format!(
             "{what}: exceeded max depth of {MAX_DEPTH}"
         )));
     }
@@ -75,7 +75,7 @@ pub fn yaml_exceeds(body: &[u8], limit: usize) -> bool {
             }
             _ => {}
         }
-        let next_blank = body.get(i + 1).is_none_or(|c| c.is_ascii_whitespace());
+        let next_blank = body.get(i + 1).is_none_or(u8::is_ascii_whitespace);
         i = match body[i] {
             b'[' | b'{' => {
                 flow += 1;
@@ -111,7 +111,7 @@ pub fn yaml_exceeds(body: &[u8], limit: usize) -> bool {
 /// `---` or `...` followed by a blank or the end.
 fn is_document_marker(rest: &[u8]) -> bool {
     (rest.starts_with(b"---") || rest.starts_with(b"..."))
-        && rest.get(3).is_none_or(|c| c.is_ascii_whitespace())
+        && rest.get(3).is_none_or(u8::is_ascii_whitespace)
 }
 
 fn line_end(body: &[u8], i: usize) -> usize {
@@ -197,7 +197,7 @@ fn skip_block_scalar(body: &[u8], i: usize, parent: usize, limit: usize) -> Opti
         let end = line_end(body, start);
         let line = &body[start..end];
         let ind = line.iter().take_while(|&&c| c == b' ').count();
-        let blank = line[ind..].iter().all(|c| c.is_ascii_whitespace());
+        let blank = line[ind..].iter().all(u8::is_ascii_whitespace);
         if !blank {
             let need = *content.get_or_insert(ind);
             if ind < need || ind <= parent {

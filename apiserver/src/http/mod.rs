@@ -18,7 +18,7 @@ use axum::response::Response;
 use hyper::{Method, Request};
 
 use crate::app::App;
-use crate::status::ApiError;
+use crate::error::ApiError;
 use crate::{discovery, handlers, openapi};
 use request::{Query, ResourceRequest, Verb};
 use respond::{error_response, json_response};
@@ -156,14 +156,11 @@ async fn resource(
     if let Err(e) = depth::check(content_type, &bytes) {
         return error_response(&e);
     }
-    let verb = match Verb::of(&parts.method, parsed.name.is_some(), &query) {
-        Some(v) => v,
-        None => {
-            return error_response(&ApiError::MethodNotAllowed(format!(
-                "the server does not allow this method on the requested resource ({})",
-                parts.method
-            )));
-        }
+    let Some(verb) = Verb::of(&parts.method, parsed.name.is_some(), &query) else {
+        return error_response(&ApiError::MethodNotAllowed(format!(
+            "the server does not allow this method on the requested resource ({})",
+            parts.method
+        )));
     };
     let rr = ResourceRequest {
         info,
@@ -183,12 +180,12 @@ async fn resource(
     };
     let dry_run = rr.dry_run();
     let (verb_name, resource_name) = (rr.verb.as_str(), rr.counted_resource());
-    let resp = match handlers::dispatch(&app, rr).await {
+    let response = match handlers::dispatch(&app, rr).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
     };
-    if verb.is_write() && resp.status().is_success() && !dry_run {
+    if verb.is_write() && response.status().is_success() && !dry_run {
         app.count_write(verb_name, resource_name);
     }
-    resp
+    response
 }

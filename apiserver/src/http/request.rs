@@ -5,8 +5,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use hyper::{HeaderMap, Method};
 
+use crate::error::{ApiError, ApiResult};
 use crate::registry::ResourceInfo;
-use crate::status::{ApiError, ApiResult};
 
 /// Query parameters, in order.
 #[derive(Clone, Debug, Default)]
@@ -129,8 +129,8 @@ pub fn parse_resource_path(rest: &[&str]) -> Option<ResourcePath> {
     Some(ResourcePath {
         namespace,
         resource: rest[0].to_string(),
-        name: rest.get(1).map(|s| s.to_string()),
-        subresource: rest.get(2).map(|s| s.to_string()),
+        name: rest.get(1).map(ToString::to_string),
+        subresource: rest.get(2).map(ToString::to_string),
     })
 }
 
@@ -237,7 +237,7 @@ impl ResourceRequest {
 
     /// `resource[.group][/subresource]`, for the write counter.
     pub fn counted_resource(&self) -> String {
-        let mut s = crate::status::qualified(&self.info.group, &self.info.plural);
+        let mut s = crate::error::qualified(&self.info.group, &self.info.plural);
         if let Some(sub) = &self.subresource {
             s.push('/');
             s.push_str(sub);

@@ -4,7 +4,7 @@ use axum::body::Body;
 use axum::response::Response;
 use serde_json::Value;
 
-use crate::status::ApiError;
+use crate::error::ApiError;
 
 /// A JSON response with `Warning` headers.
 pub fn json_response(code: u16, body: &Value, warnings: &[String]) -> Response {

@@ -4,8 +4,8 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::ResourceInfo;
-use crate::status::{ApiError, ApiResult, Cause};
 
 /// `?fieldValidation=`: what to do with unknown or duplicate fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +22,7 @@ impl FieldValidation {
     /// Parses the query value (absent → Warn).
     pub fn parse(v: Option<&str>) -> ApiResult<Self> {
         match v {
-            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+            None | Some("" | "Warn") => Ok(FieldValidation::Warn),
             Some("Ignore") => Ok(FieldValidation::Ignore),
             Some("Strict") => Ok(FieldValidation::Strict),
             Some(other) => Err(ApiError::bad_request(format!(

@@ -55,7 +55,7 @@ fn container(c: &mut Value) {
     }
 }
 
-/// SetDefaults_HTTPGetAction, for a probe or lifecycle handler with `httpGet`.
+/// `SetDefaults_HTTPGetAction`, for a probe or lifecycle handler with `httpGet`.
 fn http_get(handler: &mut Value) {
     if let Some(get) = handler.get_mut("httpGet").filter(|g| g.is_object()) {
         default(get, "path", json!("/"));
@@ -122,7 +122,7 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value) {
         ("", "secrets") => default(obj, "type", json!("Opaque")),
         ("", "namespaces") => namespace_name_label(obj),
         (crate::admission::GROUP, crate::admission::MUTATING | crate::admission::VALIDATING) => {
-            crate::admission::config::default(info, obj)
+            crate::admission::config::default(info, obj);
         }
         ("", "services") => {
             let spec = child(obj, "spec");

@@ -1,7 +1,9 @@
 //! kube's `ValidateFieldManager` (apimachinery meta/v1 validation): at most 128
 //! bytes, printable characters only; 422 on the request's options kind.
 
-use crate::status::{ApiError, Cause};
+use std::fmt::Write as _; // `write!` to a `String` cannot fail.
+
+use crate::error::{ApiError, Cause};
 
 /// kube's `FieldManagerMaxLength`.
 pub const MAX_LEN: usize = 128;
@@ -66,9 +68,15 @@ fn go_quote(s: &str) -> String {
             '\t' => out.push_str("\\t"),
             '\u{b}' => out.push_str("\\v"),
             c if is_print(c) => out.push(c),
-            c if u32::from(c) < 0x80 => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c if u32::from(c) <= 0xFFFF => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push_str(&format!("\\U{:08x}", u32::from(c))),
+            c if u32::from(c) < 0x80 => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c if u32::from(c) <= 0xFFFF => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => {
+                let _ = write!(out, "\\U{:08x}", u32::from(c));
+            }
         }
     }
     out.push('"');

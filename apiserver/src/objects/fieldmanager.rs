@@ -3,8 +3,8 @@
 use gantry_merge::{FieldSet, ManagedFieldsEntry, Path, Schema, Time};
 use serde_json::Value;
 
+use crate::error::{ApiError, ApiResult, Cause, Details};
 use crate::registry::ResourceInfo;
-use crate::status::{ApiError, ApiResult, Cause, Details};
 
 /// The merge schema of a resource (CRD schema or the built-in table).
 pub fn merge_schema(info: &ResourceInfo) -> Schema {

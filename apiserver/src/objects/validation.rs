@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
+use crate::error::Cause;
 use crate::registry::ResourceInfo;
-use crate::status::Cause;
 
 fn required(field: &str, detail: &str) -> Cause {
     let msg = if detail.is_empty() {
@@ -69,7 +69,7 @@ fn selector_matches_template(spec: &Value, kind: &str, out: &mut Vec<Cause>) {
         .get("matchExpressions")
         .and_then(Value::as_array)
         .is_some_and(|e| !e.is_empty());
-    if match_labels.is_none_or(|m| m.is_empty()) && !has_exprs {
+    if match_labels.is_none_or(serde_json::Map::is_empty) && !has_exprs {
         out.push(invalid(
             "spec.selector",
             sel,
@@ -176,7 +176,7 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
             let no_ports = spec
                 .get("ports")
                 .and_then(Value::as_array)
-                .is_none_or(|p| p.is_empty());
+                .is_none_or(Vec::is_empty);
             if no_ports && !headless && !external {
                 out.push(required("spec.ports", ""));
             }

@@ -57,6 +57,8 @@ struct Extras {
     scale: bool,
 }
 
+// One row per resource, as in kube's tables; rows that happen to agree stay apart.
+#[allow(clippy::match_same_arms)]
 fn extras(group: &str, plural: &str) -> Extras {
     let (short_names, all, scale): (&[&str], bool, bool) = match (group, plural) {
         ("", "namespaces") => (&["ns"], false, false),
@@ -103,7 +105,7 @@ where
         kind: T::KIND.to_string(),
         singular: T::KIND.to_ascii_lowercase(),
         namespaced: TypeId::of::<T::Scope>() == TypeId::of::<NamespaceResourceScope>(),
-        short_names: ex.short_names.iter().map(|s| s.to_string()).collect(),
+        short_names: ex.short_names.iter().map(ToString::to_string).collect(),
         categories: if ex.all {
             vec!["all".to_string()]
         } else {

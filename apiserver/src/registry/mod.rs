@@ -25,7 +25,7 @@ pub struct ScalePaths {
 pub struct CrdVersion {
     /// The structural schema of this version (None when the CRD has none).
     pub schema: Option<Arc<gantry_schema::StructuralSchema>>,
-    /// The raw openAPIV3Schema (for gantry_merge::Schema::from_openapi).
+    /// The raw openAPIV3Schema (for `gantry_merge::Schema::from_openapi`).
     pub raw_schema: Option<Value>,
     /// `additionalPrinterColumns`.
     pub printer_columns: Vec<Value>,

@@ -72,11 +72,7 @@ impl Durable {
                 objects.insert(key, obj);
             }
             let m = r.open_table(META).map_err(redb_err)?;
-            rv = m
-                .get(RV_KEY)
-                .map_err(redb_err)?
-                .map(|g| g.value())
-                .unwrap_or(0);
+            rv = m.get(RV_KEY).map_err(redb_err)?.map_or(0, |g| g.value());
         }
         Ok((Durable { db }, objects, rv))
     }
@@ -87,15 +83,12 @@ impl Durable {
         {
             let mut t = w.open_table(OBJECTS).map_err(redb_err)?;
             for e in events {
-                match e.kind {
-                    EventType::Deleted => {
-                        t.remove(e.key.as_str()).map_err(redb_err)?;
-                    }
-                    _ => {
-                        let bytes = serde_json::to_vec(&*e.object).map_err(redb_err)?;
-                        t.insert(e.key.as_str(), bytes.as_slice())
-                            .map_err(redb_err)?;
-                    }
+                if e.kind == EventType::Deleted {
+                    t.remove(e.key.as_str()).map_err(redb_err)?;
+                } else {
+                    let bytes = serde_json::to_vec(&*e.object).map_err(redb_err)?;
+                    t.insert(e.key.as_str(), bytes.as_slice())
+                        .map_err(redb_err)?;
                 }
             }
             let mut m = w.open_table(META).map_err(redb_err)?;

@@ -59,12 +59,11 @@ pub(super) fn builtin_columns(info: &ResourceInfo) -> Vec<Column> {
                     let ready = o
                         .pointer("/status/containerStatuses")
                         .and_then(Value::as_array)
-                        .map(|a| {
+                        .map_or(0, |a| {
                             a.iter()
                                 .filter(|c| c.get("ready") == Some(&json!(true)))
                                 .count()
-                        })
-                        .unwrap_or(0);
+                        });
                     json!(format!("{ready}/{total}"))
                 }),
             ),
@@ -84,8 +83,7 @@ pub(super) fn builtin_columns(info: &ResourceInfo) -> Vec<Column> {
                     let n: i64 = o
                         .pointer("/status/containerStatuses")
                         .and_then(Value::as_array)
-                        .map(|a| a.iter().map(|c| int_at(c, "/restartCount")).sum())
-                        .unwrap_or(0);
+                        .map_or(0, |a| a.iter().map(|c| int_at(c, "/restartCount")).sum());
                     json!(n.to_string())
                 }),
             ),

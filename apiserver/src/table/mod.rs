@@ -26,6 +26,8 @@ enum Cell {
 }
 
 /// kube's `duration.HumanDuration`.
+// Seconds, minutes, hours, days, years: the units' letters, as in kube's `HumanDuration`.
+#[allow(clippy::many_single_char_names)]
 pub fn human_duration(secs: i64) -> String {
     let s = secs.max(0);
     let (m, h, d) = (s / 60, s / 3600, s / 86400);
@@ -161,7 +163,7 @@ impl IncludeObject {
     }
 }
 
-/// The `meta.k8s.io/v1` PartialObjectMetadata view of an object (Table rows and
+/// The `meta.k8s.io/v1` `PartialObjectMetadata` view of an object (Table rows and
 /// `Accept: ...;as=PartialObjectMetadata` requests).
 pub fn partial_object_metadata(obj: &Value) -> Value {
     json!({
@@ -190,7 +192,7 @@ fn row(cols: &[Column], obj: &Value, include: IncludeObject) -> Value {
 pub fn table(
     info: &ResourceInfo,
     objects: &[Value],
-    list_meta: Value,
+    list_meta: &Value,
     include: IncludeObject,
     with_columns: bool,
 ) -> Value {

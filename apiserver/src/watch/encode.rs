@@ -1,5 +1,5 @@
 //! Watch event lines: `{"type":"ADDED","object":{...}}` and a newline, in the form
-//! the client asked for (the object, its PartialObjectMetadata, or a Table row).
+//! the client asked for (the object, its `PartialObjectMetadata`, or a Table row).
 
 use std::sync::Arc;
 
@@ -51,7 +51,7 @@ impl Format {
                 let t = table(
                     &self.info,
                     std::slice::from_ref(&obj),
-                    json!({}),
+                    &json!({}),
                     include,
                     columns,
                 );

@@ -30,6 +30,8 @@ impl Filter {
     /// The type a stored event has for this watch after selector transitions, as
     /// kube's cacher decides it: an object that starts matching is ADDED, one that
     /// stops matching is DELETED; None when the watch does not see it at all.
+    // One arm per transition (kube's cacher), though two of them yield ADDED.
+    #[allow(clippy::match_same_arms)]
     pub fn event_type(&self, e: &Event) -> Option<EventType> {
         if !e.key.starts_with(&self.prefix) {
             return None;

@@ -89,7 +89,9 @@ impl Hub {
     }
 
     fn lock(&self) -> MutexGuard<'_, Registry> {
-        self.registry.lock().unwrap_or_else(|p| p.into_inner())
+        self.registry
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A slot for one more watch; None when `max_watches` are open.
@@ -174,19 +176,16 @@ impl Hub {
     /// are gone from it too, closes every watch (their clients watch again).
     fn catch_up(&self, store: &Store) {
         let dispatched = self.lock().dispatched;
-        match store.events_between(dispatched, store.rv()) {
-            Ok(events) => {
-                for e in &events {
-                    self.dispatch(e);
-                }
+        if let Ok(events) = store.events_between(dispatched, store.rv()) {
+            for e in &events {
+                self.dispatch(e);
             }
-            Err(_) => {
-                tracing::warn!("watch events were lost: closing every watch");
-                let mut registry = self.lock();
-                registry.dispatched = store.rv();
-                for (_, w) in registry.open.drain() {
-                    w.close();
-                }
+        } else {
+            tracing::warn!("watch events were lost: closing every watch");
+            let mut registry = self.lock();
+            registry.dispatched = store.rv();
+            for (_, w) in registry.open.drain() {
+                w.close();
             }
         }
     }
@@ -243,7 +242,7 @@ mod tests {
     fn put(store: &Store, name: &str) -> Arc<Event> {
         let obj = json!({ "metadata": { "name": name } });
         let key = format!("/configmaps/default/{name}");
-        let (_, mut events) = store
+        let ((), mut events) = store
             .commit(|_| Ok::<_, ()>(((), vec![Write::Put(key, obj)])))
             .unwrap()
             .unwrap();

@@ -63,6 +63,7 @@ impl Initial {
     }
 
     /// Retained events, sent after everything else initial.
+    #[must_use]
     pub fn then_events(mut self, events: Vec<Arc<Event>>) -> Initial {
         self.backlog.extend(events);
         self

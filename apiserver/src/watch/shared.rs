@@ -45,7 +45,10 @@ impl SharedEvent {
 
     /// The event's line as `format` sends it with `kind`: encoded on first use, then shared.
     pub fn line(&self, format: &Format, kind: EventType, columns: bool) -> Bytes {
-        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let mut lines = self
+            .lines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let found = lines
             .iter()
             .find(|(k, _)| k.kind == kind && k.columns == columns && k.format.same_as(format));

@@ -104,13 +104,11 @@ impl Session {
                 return None;
             }
             if !self.initial_done {
-                match self.next_initial() {
-                    Some(line) => return Some(line),
-                    None => {
-                        self.initial_done = true;
-                        self.reg.watcher.finish_initial();
-                    }
+                if let Some(line) = self.next_initial() {
+                    return Some(line);
                 }
+                self.initial_done = true;
+                self.reg.watcher.finish_initial();
             }
             match self.reg.watcher.next() {
                 Next::Closed => return None,
@@ -127,13 +125,13 @@ impl Session {
                         }
                     };
                     tokio::select! {
-                        _ = self.reg.watcher.changed() => {}
+                        () = self.reg.watcher.changed() => {}
                         _ = self.ticker.tick() => {
                             if self.bookmarks {
                                 return Some(self.format.bookmark_line(progress, false));
                             }
                         }
-                        _ = until_deadline => return None,
+                        () = until_deadline => return None,
                         _ = self.stop.changed() => return None,
                     }
                 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::fmt::Write as _; // `write!` to a `String` cannot fail.
 use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -179,14 +180,15 @@ pub async fn raw_unauthenticated(
     let mut s = connect(addr).await;
     let mut req = format!("{method} {path} HTTP/1.1\r\n");
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        req.push_str(&format!("Host: {addr}\r\n"));
+        let _ = write!(req, "Host: {addr}\r\n");
     }
-    req.push_str(&format!(
+    let _ = write!(
+        req,
         "Connection: close\r\nContent-Length: {}\r\n",
         body.len()
-    ));
+    );
     for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
+        let _ = write!(req, "{k}: {v}\r\n");
     }
     req.push_str("\r\n");
     s.write_all(req.as_bytes()).await.unwrap();
@@ -246,6 +248,8 @@ pub async fn req(addr: SocketAddr, method: &str, path: &str, body: Option<&Value
 }
 
 /// A ConfigMap body.
+// Takes a `json!` literal by value so each call reads as data.
+#[allow(clippy::needless_pass_by_value)]
 pub fn configmap(name: &str, data: Value) -> Value {
     json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": name }, "data": data })
 }
@@ -316,6 +320,8 @@ pub async fn install_widgets(addr: SocketAddr) {
 }
 
 /// A widget body.
+// Takes a `json!` literal by value so each call reads as data.
+#[allow(clippy::needless_pass_by_value)]
 pub fn widget(name: &str, spec: Value) -> Value {
     json!({ "apiVersion": "example.com/v1", "kind": "Widget", "metadata": { "name": name }, "spec": spec })
 }

@@ -10,6 +10,7 @@
 //! own client, so the driver's writes (creating and changing parents) are
 //! not among them.
 
+use std::fmt::Write as _; // `write!` to a `String` cannot fail.
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -192,7 +193,8 @@ pub async fn run(plan: &ConvergePlan, progress: impl Fn(&str)) -> anyhow::Result
         .or_else(|| server.as_ref().map(|s| s.kubeconfig.clone()))
         .expect("a kubeconfig");
     let kubeconfig = kube::config::Kubeconfig::read_from(&kubeconfig_path)?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    let options = kube::config::KubeConfigOptions::default();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?;
     let driver = kube::Client::try_from(config.clone())?;
     let writes = Arc::new(AtomicU64::new(0));
     let operator_client = counting_client(&config, writes.clone())?;
@@ -370,7 +372,7 @@ async fn wait_until(
 pub fn render(report: &ConvergeReport) -> String {
     let mb = |b: Option<u64>| {
         b.map_or("n/a".to_string(), |b| {
-            format!("{:.0} MiB", b as f64 / 1048576.0)
+            format!("{:.0} MiB", b as f64 / 1_048_576.0)
         })
     };
     let mut out = format!(
@@ -385,15 +387,17 @@ pub fn render(report: &ConvergeReport) -> String {
         "reconciles"
     );
     for p in &report.phases {
-        out.push_str(&format!(
-            "{:<12} {:>9.1} {:>9} {:>14.2} {:>11}\n",
+        let _ = writeln!(
+            out,
+            "{:<12} {:>9.1} {:>9} {:>14.2} {:>11}",
             p.name, p.seconds, p.writes, p.writes_per_child, p.reconciles
-        ));
+        );
     }
-    out.push_str(&format!(
-        "peak RSS: operator {}, API server {}\n",
+    let _ = writeln!(
+        out,
+        "peak RSS: operator {}, API server {}",
         mb(report.operator_peak_rss),
         mb(report.apiserver_peak_rss)
-    ));
+    );
     out
 }

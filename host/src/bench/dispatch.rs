@@ -5,6 +5,7 @@
 //! Metacontroller and Crossplane-function model). Optionally the JavaScript
 //! and Python builds of the same plugin too.
 
+use std::fmt::Write as _; // `write!` to a `String` cannot fail.
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -228,7 +229,7 @@ pub fn run(
 pub fn render(results: &[SizeResult]) -> String {
     let mut out = String::new();
     for result in results {
-        out.push_str(&format!("parent of {} bytes\n", result.parent_bytes));
+        let _ = writeln!(out, "parent of {} bytes", result.parent_bytes);
         out.push_str(&super::render_against(&result.rows, 0));
         out.push('\n');
     }

@@ -354,7 +354,7 @@ impl<L: Lifecycle> Loader<L> {
         // refused one.
         let superseded = self.preparing.remove(&name).map(|old| old.task.abort());
         self.refused.remove(&name);
-        match self.read(&cm) {
+        match Self::read(&cm) {
             Ok((spec, component)) => {
                 if let Some(conflict) = self.conflict(&name, &spec) {
                     self.refuse(&cm, content, Some(&spec), conflict).await;
@@ -368,7 +368,7 @@ impl<L: Lifecycle> Loader<L> {
     }
 
     /// The document and the component of a version.
-    fn read(&self, cm: &ConfigMap) -> Result<(L::Spec, Component), Refusal> {
+    fn read(cm: &ConfigMap) -> Result<(L::Spec, Component), Refusal> {
         let invalid = |message: String| Refusal::new(L::INVALID, message);
         let text = envelope::document(cm, L::DOCUMENT_KEY).map_err(|e| invalid(e.to_string()))?;
         let spec = L::parse(text).map_err(invalid)?;

@@ -105,7 +105,8 @@ fn run_dispatch(args: &DispatchArgs) -> anyhow::Result<()> {
     if args.polyglot {
         for name in ["memcached-js", "memcached-py"] {
             let dir = crate::dev::example_dir(name);
-            let path = crate::toolchain::build_any(&dir, &Default::default())?;
+            let path =
+                crate::toolchain::build_any(&dir, &crate::toolchain::BuildOptions::default())?;
             let bytes = std::fs::read(&path)?;
             others.push(runtime.load_reconciler(name, &bytes)?);
         }

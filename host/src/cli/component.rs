@@ -49,7 +49,6 @@ pub fn component(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
     let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
     let name = file
         .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "plugin".into());
+        .map_or_else(|| "plugin".into(), |s| s.to_string_lossy().into_owned());
     Ok((name, bytes))
 }

@@ -31,7 +31,7 @@ pub struct Cli {
     )]
     pub log_format: LogFormat,
     /// Export traces with OTLP over HTTP to this collector (base URL, e.g.
-    /// http://otel-collector:4318; spans go to /v1/traces).
+    /// <http://otel-collector:4318>; spans go to /v1/traces).
     #[arg(long, global = true, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
     #[command(subcommand)]
@@ -104,7 +104,7 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Plugin(command) => plugin::run(command),
         Command::Policy(command) => policy::run(command),
-        Command::Run(args) => operator::run(args),
+        Command::Run(args) => operator::run(&args),
         Command::Dev(args) => operator::dev(args),
         Command::Apiserver(args) => operator::apiserver(args),
         Command::Bench(command) => bench::run(command),

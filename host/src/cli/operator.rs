@@ -165,14 +165,15 @@ async fn cluster_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("reading {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
+            let options = kube::config::KubeConfigOptions::default();
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?
         }
         None => kube::Config::infer().await?,
     };
     Ok(kube::Client::try_from(config)?)
 }
 
-pub fn run(args: RunArgs) -> ExitCode {
+pub fn run(args: &RunArgs) -> ExitCode {
     finish(tokio_runtime().and_then(|rt| {
         rt.block_on(async {
             let client = cluster_client(args.kubeconfig.as_deref()).await?;

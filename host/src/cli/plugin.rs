@@ -182,8 +182,7 @@ fn new_project(args: &NewArgs) -> ExitCode {
                 dir.display(),
                 dir.display(),
                 std::env::current_exe()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|_| "gantry".into())
+                    .map_or_else(|_| "gantry".into(), |p| p.display().to_string())
             );
             ExitCode::SUCCESS
         }
@@ -348,7 +347,10 @@ pub fn render_yaml(response: &Response) -> String {
         status: &response.status,
         conditions: &response.conditions,
         events: &response.events,
-        requeue_after_ms: response.requeue_after.map(|d| d.as_millis() as u64),
+        // Saturates past u64::MAX ms, as the SDK's encoding does.
+        requeue_after_ms: response
+            .requeue_after
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         finalized: response.finalized,
     };
     out.push_str("--- # gantry: status, conditions and events of the parent\n");

@@ -36,7 +36,7 @@ pub struct WebhookArgs {
     #[arg(long)]
     webhook_ca_out: Option<PathBuf>,
     /// Base URL under which the API server reaches the webhook server,
-    /// e.g. https://gantry-webhook.gantry-system.svc:8443 (default:
+    /// e.g. <https://gantry-webhook.gantry-system.svc:8443> (default:
     /// https://<listen address>, with 0.0.0.0 read as 127.0.0.1).
     #[arg(long, conflicts_with = "webhook_service")]
     webhook_url: Option<String>,
@@ -50,7 +50,7 @@ pub struct WebhookArgs {
     /// --webhook-url, 127.0.0.1 and localhost are always in).
     #[arg(long)]
     webhook_host: Vec<String>,
-    /// Keep a Validating and a Mutating WebhookConfiguration in sync with
+    /// Keep a Validating and a Mutating `WebhookConfiguration` in sync with
     /// the policy bindings (always on for `dev`).
     #[arg(long)]
     sync_webhook_configurations: bool,
@@ -138,21 +138,20 @@ pub async fn start_policies(
     let addr: SocketAddr = listen
         .parse()
         .with_context(|| format!("--webhook-listen {listen:?}"))?;
-    let certificate = match (&args.webhook_cert, &args.webhook_key) {
-        (Some(cert), Some(key)) => tls::from_files(cert, key, args.webhook_ca.as_deref())?,
-        _ => {
-            let mut hosts = args.webhook_host.clone();
-            hosts.extend(args.webhook_url.as_deref().and_then(url_host));
-            if let Some(service) = &args.webhook_service {
-                hosts.extend(service.dns_names());
-            }
-            if !addr.ip().is_unspecified() {
-                hosts.push(addr.ip().to_string());
-            }
-            hosts.extend(["127.0.0.1".to_string(), "localhost".to_string()]);
-            hosts.dedup();
-            tls::self_signed(&hosts)?
+    let certificate = if let (Some(cert), Some(key)) = (&args.webhook_cert, &args.webhook_key) {
+        tls::from_files(cert, key, args.webhook_ca.as_deref())?
+    } else {
+        let mut hosts = args.webhook_host.clone();
+        hosts.extend(args.webhook_url.as_deref().and_then(url_host));
+        if let Some(service) = &args.webhook_service {
+            hosts.extend(service.dns_names());
         }
+        if !addr.ip().is_unspecified() {
+            hosts.push(addr.ip().to_string());
+        }
+        hosts.extend(["127.0.0.1".to_string(), "localhost".to_string()]);
+        hosts.dedup();
+        tls::self_signed(&hosts)?
     };
     if let Some(path) = &args.webhook_ca_out {
         std::fs::write(path, &certificate.ca_pem)

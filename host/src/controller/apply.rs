@@ -203,8 +203,7 @@ pub async fn apply_children(
 
 fn not_ours(child: &DesiredChild, live: &DynamicObject) -> ReconcileError {
     let owner = controller_owner(live)
-        .map(|o| format!("{} {}", o.kind, o.name))
-        .unwrap_or_else(|| "nobody".into());
+        .map_or_else(|| "nobody".into(), |o| format!("{} {}", o.kind, o.name));
     ReconcileError::NotOwned {
         child: child.display(),
         owner,
@@ -276,6 +275,8 @@ pub async fn prune_children(
 mod tests {
     use super::*;
 
+    // Takes a `json!` literal by value so each call reads as data.
+    #[allow(clippy::needless_pass_by_value)]
     fn child(binding: &str, owner_uid: &str, data: Value) -> (DynamicObject, Value) {
         let json = json!({
             "apiVersion": "v1", "kind": "ConfigMap",

@@ -360,7 +360,7 @@ mod tests {
     fn parses_a_minimal_binding_with_defaults() {
         let spec = parse_spec(SPEC).unwrap();
         assert_eq!(spec.parent.kind, "Memcached");
-        assert_eq!(spec.resync(), Duration::from_secs(300));
+        assert_eq!(spec.resync(), Duration::from_mins(5));
         assert_eq!(spec.call_limits(), Limits::default());
         assert_eq!(spec.field_manager(), "gantry/memcached");
         assert_eq!(spec.finalizer(), "gantry.dev/memcached");

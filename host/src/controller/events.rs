@@ -6,19 +6,19 @@ use gantry_sdk::{Event, EventType};
 /// The first event of each (type, reason), in order of first appearance,
 /// with how many more of that type and reason followed it.
 pub fn aggregate(events: &[Event]) -> Vec<(&Event, usize)> {
-    let mut index: std::collections::HashMap<(bool, &str), usize> = Default::default();
+    let mut index: std::collections::HashMap<(bool, &str), usize> =
+        std::collections::HashMap::new();
     let mut folded: Vec<(&Event, usize)> = Vec::new();
     for event in events {
         let key = (
             event.event_type == EventType::Warning,
             event.reason.as_str(),
         );
-        match index.get(&key) {
-            Some(&i) => folded[i].1 += 1,
-            None => {
-                index.insert(key, folded.len());
-                folded.push((event, 0));
-            }
+        if let Some(&i) = index.get(&key) {
+            folded[i].1 += 1;
+        } else {
+            index.insert(key, folded.len());
+            folded.push((event, 0));
         }
     }
     folded

@@ -138,7 +138,7 @@ impl LeaderElector {
                 Ok(true) => return,
                 Ok(false) => {}
                 Err(e) => {
-                    tracing::warn!(lease = %self.config.name, error = %e, "leader election: cannot read or write the lease")
+                    tracing::warn!(lease = %self.config.name, error = %e, "leader election: cannot read or write the lease");
                 }
             }
             tokio::time::sleep(self.config.retry_period).await;
@@ -155,7 +155,7 @@ impl LeaderElector {
                 Ok(true) => last_renewed = Instant::now(),
                 Ok(false) => return,
                 Err(e) => {
-                    tracing::warn!(lease = %self.config.name, error = %e, "leader election: renewal failed")
+                    tracing::warn!(lease = %self.config.name, error = %e, "leader election: renewal failed");
                 }
             }
             if last_renewed.elapsed() >= self.config.lease_duration {

@@ -512,7 +512,7 @@ mod tests {
                 "policy_evaluations",
                 "Admission evaluations",
                 evaluations.clone(),
-            )
+            );
         });
         evaluations.inc_by(3);
         assert!(

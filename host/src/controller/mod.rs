@@ -73,9 +73,9 @@ impl Default for OperatorOptions {
         Self {
             namespace: "gantry-system".into(),
             concurrency: 16,
-            reconcile_timeout: Duration::from_secs(60),
+            reconcile_timeout: Duration::from_mins(1),
             backoff_base: Duration::from_millis(500),
-            backoff_max: Duration::from_secs(300),
+            backoff_max: Duration::from_mins(5),
             reporter: "gantry".into(),
             shard: shard::Shard::default(),
             leading: None,

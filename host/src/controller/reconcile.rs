@@ -407,6 +407,8 @@ pub async fn publish(
 
 /// Exponential backoff with jitter, capped; errors that a retry cannot fix
 /// wait for the resync (or a change, which triggers earlier).
+// The signature kube-runtime's `Controller::run` asks for.
+#[allow(clippy::needless_pass_by_value)]
 pub fn error_policy(
     parent: Arc<DynamicObject>,
     error: &ReconcileError,
@@ -453,7 +455,7 @@ mod tests {
 
     #[test]
     fn requeues_come_no_sooner_than_the_floor() {
-        let resync = Duration::from_secs(300);
+        let resync = Duration::from_mins(5);
         assert_eq!(requeue_delay(None, resync), resync);
         assert_eq!(requeue_delay(Some(Duration::ZERO), resync), MIN_REQUEUE);
         assert_eq!(

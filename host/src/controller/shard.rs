@@ -35,7 +35,7 @@ impl Shard {
     pub fn of(key: &str, count: u32) -> u32 {
         let digest = Sha256::digest(key.as_bytes());
         let head = u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"));
-        (head % u64::from(count.max(1))) as u32
+        u32::try_from(head % u64::from(count.max(1))).expect("less than count, a u32")
     }
 
     /// Whether this replica reconciles the parent `key`.

@@ -147,7 +147,7 @@ pub async fn write_status(
         .map_err(ReconcileError::Kube)?;
     ctx.note_own_write(&key, written.resource_version());
     ctx.with_state(&key, |s| {
-        s.record_status(planned.print, planned.plugin_status)
+        s.record_status(planned.print, planned.plugin_status);
     });
     Ok(true)
 }

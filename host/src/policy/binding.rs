@@ -287,7 +287,7 @@ fn field(field: &str, message: impl Into<String>) -> PolicyBindingError {
     }
 }
 
-fn check_selector(path: &str, selector: &Option<LabelSelector>) -> Result<(), PolicyBindingError> {
+fn check_selector(path: &str, selector: Option<&LabelSelector>) -> Result<(), PolicyBindingError> {
     if let Some(selector) = selector {
         kube::core::Selector::try_from(selector.clone()).map_err(|e| field(path, e.to_string()))?;
     }
@@ -364,8 +364,8 @@ pub fn parse_spec(text: &str) -> Result<PolicySpec, PolicyBindingError> {
             ));
         }
     }
-    check_selector("namespaceSelector", &spec.namespace_selector)?;
-    check_selector("objectSelector", &spec.object_selector)?;
+    check_selector("namespaceSelector", spec.namespace_selector.as_ref())?;
+    check_selector("objectSelector", spec.object_selector.as_ref())?;
     if !(1..=30).contains(&spec.timeout_seconds) {
         return Err(field("timeoutSeconds", "must be between 1 and 30"));
     }

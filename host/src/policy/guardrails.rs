@@ -5,7 +5,7 @@
 //! applied or pruned, the parent gets `Synced=False` with the policy's
 //! message, and a Warning Event.
 //!
-//! Each child is sent as a synthesized AdmissionRequest: `CREATE` when the
+//! Each child is sent as a synthesized `AdmissionRequest`: `CREATE` when the
 //! child is not in the cache, `UPDATE` (with `oldObject`) when it is, with
 //! the object as it will be applied (the binding label included), by the
 //! user `gantry:binding:<name>`.

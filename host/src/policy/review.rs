@@ -1,6 +1,6 @@
 //! `admission.k8s.io/v1` AdmissionReview in and out, and the decision
 //! that turns a policy's verdict (or its failure) into an admission
-//! response: mode, `mutating`, failurePolicy, JSONPatch.
+//! response: mode, `mutating`, failurePolicy, `JSONPatch`.
 
 use std::fmt;
 

@@ -26,7 +26,7 @@ use super::{LoadedPolicy, Policies};
 /// Field manager of the configurations.
 pub const FIELD_MANAGER: &str = "gantry-policies";
 /// How often the configurations are written again even if nothing changed.
-const RESYNC: Duration = Duration::from_secs(60);
+const RESYNC: Duration = Duration::from_mins(1);
 
 /// What the configurations say besides the policies.
 #[derive(Debug, Clone)]
@@ -91,11 +91,10 @@ impl ServiceRef {
 
 /// The webhook of one policy.
 fn webhook(spec: &PolicySpec, options: &SyncOptions) -> Value {
-    let mut namespace_selector = spec
-        .namespace_selector
-        .as_ref()
-        .map(|s| serde_json::to_value(s).expect("a selector serializes"))
-        .unwrap_or_else(|| json!({}));
+    let mut namespace_selector = spec.namespace_selector.as_ref().map_or_else(
+        || json!({}),
+        |s| serde_json::to_value(s).expect("a selector serializes"),
+    );
     if !options.exclude_namespaces.is_empty() {
         let expressions = namespace_selector
             .as_object_mut()
@@ -120,7 +119,7 @@ fn webhook(spec: &PolicySpec, options: &SyncOptions) -> Value {
         "clientConfig": client_config(spec, options),
         "rules": spec.rules,
         "namespaceSelector": namespace_selector,
-        "objectSelector": spec.object_selector.clone().map(|s| serde_json::to_value(s).expect("a selector serializes")).unwrap_or_else(|| json!({})),
+        "objectSelector": spec.object_selector.clone().map_or_else(|| json!({}), |s| serde_json::to_value(s).expect("a selector serializes")),
         "failurePolicy": failure_policy,
         "matchPolicy": "Equivalent",
         "sideEffects": "None",
@@ -224,7 +223,7 @@ pub async fn run_sync(
     tokio::pin!(shutdown);
     let mut changes = policies.subscribe();
     tokio::select! {
-        _ = &mut shutdown => return,
+        () = &mut shutdown => return,
         () = policies.loaded() => {}
     }
     let mut written: Option<(Value, Value)> = None;
@@ -240,14 +239,14 @@ pub async fn run_sync(
                 Err(e) => {
                     tracing::warn!(error = %e, "could not write the webhook configurations; retrying");
                     tokio::select! {
-                        _ = &mut shutdown => return,
+                        () = &mut shutdown => return,
                         () = tokio::time::sleep(Duration::from_secs(2)) => continue,
                     }
                 }
             }
         }
         tokio::select! {
-            _ = &mut shutdown => return,
+            () = &mut shutdown => return,
             _ = changes.changed() => {}
             _ = resync.tick() => written = None,
         }

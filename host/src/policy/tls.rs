@@ -36,7 +36,7 @@ pub fn self_signed(hosts: &[String]) -> anyhow::Result<Certificate> {
         KeyPair, KeyUsagePurpose,
     };
     let now = std::time::SystemTime::now();
-    let valid_for = std::time::Duration::from_secs(10 * 365 * 24 * 3600);
+    let valid_for = std::time::Duration::from_hours(87600);
     let ca_key = KeyPair::generate().context("generating the CA key")?;
     let mut ca = CertificateParams::new(Vec::<String>::new())?;
     ca.distinguished_name
@@ -47,7 +47,7 @@ pub fn self_signed(hosts: &[String]) -> anyhow::Result<Certificate> {
         KeyUsagePurpose::CrlSign,
         KeyUsagePurpose::DigitalSignature,
     ];
-    ca.not_before = (now - std::time::Duration::from_secs(3600)).into();
+    ca.not_before = (now - std::time::Duration::from_hours(1)).into();
     ca.not_after = (now + valid_for).into();
     let ca_cert = ca.self_signed(&ca_key).context("signing the CA")?;
 
@@ -85,17 +85,16 @@ pub fn from_files(cert: &Path, key: &Path, ca: Option<&Path>) -> anyhow::Result<
     };
     let chain_pem = read(cert)?;
     let key_pem = read(key)?;
-    let ca_pem = match ca {
-        Some(path) => read(path)?,
-        None => {
-            let certs = CertificateDer::pem_slice_iter(chain_pem.as_bytes())
-                .collect::<Result<Vec<_>, _>>()
-                .with_context(|| format!("{} is not PEM", cert.display()))?;
-            let last = certs
-                .last()
-                .with_context(|| format!("{} holds no certificate", cert.display()))?;
-            pem_of(last)
-        }
+    let ca_pem = if let Some(path) = ca {
+        read(path)?
+    } else {
+        let certs = CertificateDer::pem_slice_iter(chain_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("{} is not PEM", cert.display()))?;
+        let last = certs
+            .last()
+            .with_context(|| format!("{} holds no certificate", cert.display()))?;
+        pem_of(last)
     };
     Ok(Certificate {
         chain_pem,

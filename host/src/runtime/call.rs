@@ -25,7 +25,7 @@ pub(crate) type Slot = OwnedSemaphorePermit;
 
 /// Turn a failed call into the error that says why: deadline, memory, or a
 /// trap with whatever the plugin printed to stderr.
-fn call_failure(store: &Store<CallState>, limits: &Limits, error: wasmtime::Error) -> CallError {
+fn call_failure(store: &Store<CallState>, limits: &Limits, error: &wasmtime::Error) -> CallError {
     store.data().flush_output();
     if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
         return CallError::Timeout {
@@ -121,7 +121,7 @@ pub(crate) fn run<G, R: Send>(
                 store.data().flush_output();
                 Ok(result)
             }
-            Ok(Err(e)) => Err(call_failure(&store, limits, e)),
+            Ok(Err(e)) => Err(call_failure(&store, limits, &e)),
             Err(_elapsed) => {
                 // The guest was waiting in a host call; its future is gone.
                 store.data().flush_output();

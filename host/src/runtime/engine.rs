@@ -25,9 +25,7 @@ pub struct EngineSettings {
 impl Default for EngineSettings {
     fn default() -> Self {
         Self {
-            max_concurrent_calls: std::thread::available_parallelism()
-                .map(|n| n.get() * 4)
-                .unwrap_or(8),
+            max_concurrent_calls: std::thread::available_parallelism().map_or(8, |n| n.get() * 4),
             max_memory_bytes: 512 << 20,
             pooling: true,
         }
@@ -50,6 +48,11 @@ pub(crate) const MAX_MEMORIES: usize = 4;
 pub(crate) const MAX_TABLES: usize = 16;
 /// Core instances per plugin instance.
 pub(crate) const MAX_CORE_INSTANCES: usize = 32;
+
+/// One of the bounds above, as the pooling allocator takes it.
+fn small(bound: usize) -> u32 {
+    u32::try_from(bound).expect("a small constant")
+}
 
 fn base_config() -> Config {
     // Calls are async (wasmtime 48 always supports it): a guest blocked in
@@ -75,9 +78,9 @@ pub fn build_engine(settings: &EngineSettings) -> anyhow::Result<(Engine, Alloca
             .total_memories(slots * 2)
             .total_tables(slots * 4)
             .max_memory_size(settings.max_memory_bytes)
-            .max_core_instances_per_component(MAX_CORE_INSTANCES as u32)
-            .max_memories_per_component(MAX_MEMORIES as u32)
-            .max_tables_per_component(MAX_TABLES as u32)
+            .max_core_instances_per_component(small(MAX_CORE_INSTANCES))
+            .max_memories_per_component(small(MAX_MEMORIES))
+            .max_tables_per_component(small(MAX_TABLES))
             // Calls run on fibres (async wasmtime), one stack per instance.
             .total_stacks(slots)
             // A slot's memory is reset between calls. Zeroing the first MiB
@@ -92,7 +95,7 @@ pub fn build_engine(settings: &EngineSettings) -> anyhow::Result<(Engine, Alloca
         match Engine::new(&config) {
             Ok(engine) => return Ok((engine, Allocator::Pooling)),
             Err(e) => {
-                tracing::warn!(error = %e, "pooling allocator unavailable, using on-demand allocation")
+                tracing::warn!(error = %e, "pooling allocator unavailable, using on-demand allocation");
             }
         }
     }
@@ -144,5 +147,7 @@ impl Drop for EpochTicker {
 /// Epoch ticks a call with `deadline` may run for.
 pub fn deadline_ticks(deadline: Duration) -> u64 {
     let tick = EPOCH_TICK.as_nanos();
-    (deadline.as_nanos().div_ceil(tick) as u64).max(1)
+    u64::try_from(deadline.as_nanos().div_ceil(tick))
+        .unwrap_or(u64::MAX)
+        .max(1)
 }

@@ -119,6 +119,7 @@ impl Runtime {
     /// admission policies their own, so reconciles that take every slot
     /// (up to their deadline) never hold up a webhook. The instance pool
     /// has room for two sets of slots.
+    #[must_use]
     pub fn with_own_slots(&self) -> Self {
         Self {
             inner: self.inner.clone(),

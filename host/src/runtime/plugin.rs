@@ -50,7 +50,7 @@ fn wrong_world(
     name: &str,
     world: &'static str,
     component: &Component,
-    e: wasmtime::Error,
+    e: &wasmtime::Error,
 ) -> LoadError {
     LoadError::WrongWorld {
         name: name.to_string(),
@@ -81,7 +81,7 @@ impl ReconcilerPlugin {
     ) -> Result<Self, LoadError> {
         let pre = instance_pre(&runtime, name, component)?;
         let reconcile = reconcile::GuestIndices::new(&pre)
-            .map_err(|e| wrong_world(&runtime, name, names::RECONCILER_WORLD, component, e))?;
+            .map_err(|e| wrong_world(&runtime, name, names::RECONCILER_WORLD, component, &e))?;
         // `config` is optional; but if it is there it must have the right type.
         let config =
             if component
@@ -89,7 +89,7 @@ impl ReconcilerPlugin {
                 .is_some()
             {
                 Some(config::GuestIndices::new(&pre).map_err(|e| {
-                    wrong_world(&runtime, name, names::RECONCILER_WORLD, component, e)
+                    wrong_world(&runtime, name, names::RECONCILER_WORLD, component, &e)
                 })?)
             } else {
                 None
@@ -234,7 +234,7 @@ impl PolicyPlugin {
     ) -> Result<Self, LoadError> {
         let pre = instance_pre(&runtime, name, component)?;
         let admission = admission::GuestIndices::new(&pre)
-            .map_err(|e| wrong_world(&runtime, name, names::POLICY_WORLD, component, e))?;
+            .map_err(|e| wrong_world(&runtime, name, names::POLICY_WORLD, component, &e))?;
         Ok(Self {
             runtime,
             name: name.to_string(),

@@ -173,10 +173,10 @@ mod tests {
     #[test]
     fn the_memory_cap_holds_for_all_memories_of_an_instance() {
         // Two core instances of 3 MiB each: each fits a 4 MiB cap alone.
-        let two_memories = r#"(component
+        let two_memories = r"(component
             (core module $m (memory 48))
             (core instance (instantiate $m))
-            (core instance (instantiate $m)))"#;
+            (core instance (instantiate $m)))";
         for pooling in [true, false] {
             assert_eq!(instantiate(pooling, two_memories, 8 << 20), (true, false));
             assert_eq!(
@@ -191,9 +191,9 @@ mod tests {
     fn tables_count_against_the_memory_cap() {
         // 300,000 elements of 8 bytes: 2.4 MB (on-demand allocation; the
         // pool bounds table sizes itself).
-        let table = r#"(component
+        let table = r"(component
             (core module $t (table 300000 funcref))
-            (core instance (instantiate $t)))"#;
+            (core instance (instantiate $t)))";
         assert_eq!(instantiate(false, table, 4 << 20), (true, false));
         assert_eq!(instantiate(false, table, 2 << 20), (false, true));
     }

@@ -130,7 +130,7 @@ pub fn require_program(program: &str, hint: &str) -> anyhow::Result<String> {
 pub fn run(command: &mut Command, what: &str) -> anyhow::Result<()> {
     let output = command
         .output()
-        .with_context(|| format!("{what}: starting {:?}", command.get_program()))?;
+        .with_context(|| format!("{what}: starting {}", command.get_program().display()))?;
     if !output.status.success() {
         let mut text = String::from_utf8_lossy(&output.stderr).into_owned();
         text.push_str(&String::from_utf8_lossy(&output.stdout));
@@ -233,8 +233,7 @@ pub fn absolute(dir: &Path) -> anyhow::Result<PathBuf> {
 /// The plugin's name: the name of its (absolute) directory.
 pub fn plugin_name(dir: &Path) -> String {
     dir.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "plugin".into())
+        .map_or_else(|| "plugin".into(), |n| n.to_string_lossy().into_owned())
 }
 
 /// Versions pinned exactly (`1.2.3`): digits, dots, letters and dashes.

@@ -124,7 +124,7 @@ pub async fn cluster(backend: Backend, example: Option<&str>) -> (Cluster, kube:
 
 /// Poll `check` every 100 ms until it returns a value (60 s at most).
 pub async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_mins(1);
     loop {
         if let Some(value) = check().await {
             return value;

@@ -103,6 +103,8 @@ impl Policy for CapReplicas {
 gantry_sdk::export_policy!(CapReplicas);
 
 #[cfg(test)]
+// Test helpers take `json!` literals by value so each call reads as data.
+#[allow(clippy::needless_pass_by_value)]
 mod tests {
     use gantry_sdk::json;
 

@@ -18,6 +18,8 @@
 //! Settings (required): `{"cpu": "100m", "memory": "128Mi"}`, Kubernetes
 //! quantities that are not negative; optionally also `"ephemeral-storage"`.
 
+use std::fmt::Write as _;
+
 use gantry_sdk::{AdmissionRequest, Mutation, Policy, Value, Verdict, json};
 use serde::Deserialize;
 use serde_json::Map;
@@ -65,7 +67,7 @@ impl Settings {
 /// Check that `text` is a Kubernetes quantity (`resource.Quantity`) usable
 /// as a request: `<number><suffix>`, where the number is unsigned or `+`,
 /// with digits and at most one `.`, and the suffix is a binary SI suffix
-/// (`Ki` … `Ei`), a decimal SI suffix (`m`, ``, `k`, `M` … `E`) or a decimal
+/// (`Ki` … `Ei`), a decimal SI suffix (`m`, none, `k`, `M` … `E`) or a decimal
 /// exponent (`e3`, `E-2`).
 pub fn check_request_quantity(text: &str) -> Result<(), String> {
     let invalid = || format!("{text:?} is not a Kubernetes quantity (e.g. \"100m\", \"128Mi\")");
@@ -125,10 +127,11 @@ fn pod_spec_mutable(group: &str, kind: &str) -> bool {
 
 /// The JSON pointer made of `tokens`.
 fn pointer<'a>(tokens: impl IntoIterator<Item = &'a str>) -> String {
-    tokens
-        .into_iter()
-        .map(|token| format!("/{}", escape_token(token)))
-        .collect()
+    tokens.into_iter().fold(String::new(), |mut out, token| {
+        // `write!` to a `String` cannot fail.
+        let _ = write!(out, "/{}", escape_token(token));
+        out
+    })
 }
 
 /// Whether `map` has a non-null entry `key`.
@@ -267,6 +270,8 @@ impl Policy for DefaultResources {
 gantry_sdk::export_policy!(DefaultResources);
 
 #[cfg(test)]
+// Test helpers take `json!` literals by value so each call reads as data.
+#[allow(clippy::needless_pass_by_value)]
 mod tests {
     use super::*;
 

@@ -175,6 +175,8 @@ impl Policy for DisallowPrivileged {
 gantry_sdk::export_policy!(DisallowPrivileged);
 
 #[cfg(test)]
+// Test helpers take `json!` literals by value so each call reads as data.
+#[allow(clippy::needless_pass_by_value)]
 mod tests {
     use gantry_sdk::json;
 

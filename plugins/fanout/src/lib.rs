@@ -57,12 +57,11 @@ impl Reconciler for Fanout {
         } else {
             request.config_as()?
         };
-        if config.trap_percent > 0 && roll() < config.trap_percent {
-            panic!(
-                "fanout traps on purpose ({}% of calls)",
-                config.trap_percent
-            );
-        }
+        assert!(
+            !(config.trap_percent > 0 && roll() < config.trap_percent),
+            "fanout traps on purpose ({}% of calls)",
+            config.trap_percent
+        );
         let name = request.parent_name()?;
         let value = request
             .parent

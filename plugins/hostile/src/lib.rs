@@ -24,6 +24,9 @@
 //! for `millis` (default 5000) with `{"behaviour": "sleep-config"}`.
 
 #[cfg(target_arch = "wasm32")]
+// For the glue `generate!` writes here, which rebuilds `Vec`s with
+// `from_raw_parts(ptr, len, len)`.
+#[allow(clippy::same_length_and_capacity)]
 mod component {
     use serde_json::{Value, json};
 
@@ -112,7 +115,8 @@ mod component {
                 }
                 "stdout-flood" => {
                     use std::io::Write;
-                    let bytes = number(&request.config, "bytes", 1 << 20) as usize;
+                    let bytes = usize::try_from(number(&request.config, "bytes", 1 << 20))
+                        .unwrap_or(usize::MAX);
                     let line = "x".repeat(1023);
                     let mut out = std::io::stdout().lock();
                     for _ in 0..bytes / 1024 {

@@ -44,12 +44,12 @@ impl Policy for RequireLabels {
 
     fn validate_settings(settings: &Value) -> Result<(), String> {
         let settings: Settings = serde_json::from_value(if settings.is_null() {
-            Value::Object(Default::default())
+            Value::Object(serde_json::Map::default())
         } else {
             settings.clone()
         })
         .map_err(|e| format!("invalid settings: {e}"))?;
-        if settings.labels.iter().any(|l| l.is_empty()) {
+        if settings.labels.iter().any(String::is_empty) {
             return Err("label keys must not be empty".into());
         }
         Ok(())
@@ -64,6 +64,8 @@ mod tests {
 
     use super::*;
 
+    // Takes a `json!` literal by value so each call reads as data.
+    #[allow(clippy::needless_pass_by_value)]
     fn request(labels: Value) -> AdmissionRequest {
         AdmissionRequest {
             request: json!({"operation": "CREATE", "object": {"metadata": {"name": "x", "labels": labels}}}),

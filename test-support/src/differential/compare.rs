@@ -1,6 +1,7 @@
 //! Where two normalized JSON documents differ.
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _; // `write!` to a `String` cannot fail.
 
 use serde_json::Value;
 
@@ -37,6 +38,8 @@ pub fn differences(embedded: &Value, real: &Value) -> Vec<Difference> {
     out
 }
 
+// `a`/`b`, then `x`/`y` and `v`/`w`: embedded and real side by side.
+#[allow(clippy::many_single_char_names)]
 fn diff(a: &Value, b: &Value, pointer: &mut String, out: &mut Vec<Difference>) {
     if out.len() >= MAX_DIFFERENCES || a == b {
         return;
@@ -58,7 +61,7 @@ fn diff(a: &Value, b: &Value, pointer: &mut String, out: &mut Vec<Difference>) {
         (Value::Array(x), Value::Array(y)) => {
             for i in 0..x.len().max(y.len()) {
                 let len = pointer.len();
-                pointer.push_str(&format!("/{i}"));
+                let _ = write!(pointer, "/{i}");
                 match (x.get(i), y.get(i)) {
                     (Some(v), Some(w)) => diff(v, w, pointer, out),
                     (v, w) => push(pointer, v, w, out),

@@ -1,5 +1,6 @@
 //! One recorded HTTP exchange, as a line of a JSON Lines file.
 
+use std::fmt::Write as _; // `write!` to a `String` cannot fail.
 use std::io::{BufRead, Write};
 use std::path::Path;
 
@@ -168,7 +169,7 @@ fn encode(s: &str) -> String {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
             out.push(b as char);
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            let _ = write!(out, "%{b:02X}");
         }
     }
     out
@@ -195,7 +196,10 @@ impl Recording {
     pub fn append(&self, exchange: &Exchange) {
         let mut line = serde_json::to_vec(exchange).expect("exchange serializes");
         line.push(b'\n');
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let mut file = self
+            .file
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Err(e) = file.write_all(&line) {
             eprintln!("recording: {e}");
         }

@@ -94,7 +94,7 @@ async fn forward(State(shared): State<Shared>, request: Request) -> Response {
         path_and_query: request
             .uri()
             .path_and_query()
-            .map_or("/".into(), |p| p.to_string()),
+            .map_or("/".into(), ToString::to_string),
         content_type: exchange.content_type.clone(),
         accept: exchange.accept.clone(),
         user_agent: exchange.user_agent.clone(),

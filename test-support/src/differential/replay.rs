@@ -44,7 +44,7 @@ const BUILT_IN_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public",
 
 /// How long a replay waits for a server to settle (a CRD served, a
 /// ServiceAccount made).
-const SETTLE: Duration = Duration::from_secs(60);
+const SETTLE: Duration = Duration::from_mins(1);
 
 /// How long a replayed watch waits for its event: a recorded client may
 /// have waited for something the replay does not reproduce.
@@ -109,7 +109,7 @@ pub async fn replay(path: &Path, report: &mut Report) -> anyhow::Result<()> {
         }
         report.add(
             &group_key(exchange),
-            outcome,
+            &outcome,
             format!("{label}#{}", exchange.seq),
         );
     }

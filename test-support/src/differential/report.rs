@@ -54,7 +54,7 @@ impl Report {
 
     /// Count one exchange of group `key` with its `differences` (none:
     /// identical); `example` says where it was recorded.
-    pub fn add(&mut self, key: &str, differences: Vec<Difference>, example: String) {
+    pub fn add(&mut self, key: &str, differences: &[Difference], example: String) {
         let group = self.groups.entry(key.to_string()).or_default();
         group.compared += 1;
         self.compared += 1;
@@ -182,9 +182,9 @@ mod tests {
             embedded: "1".into(),
             real: "2".into(),
         };
-        report.add("get /a", vec![d("/x")], "f#1".into());
-        report.add("get /b", vec![d("/y")], "f#2".into());
-        report.add("get /c", vec![], "f#3".into());
+        report.add("get /a", &[d("/x")], "f#1".into());
+        report.add("get /b", &[d("/y")], "f#2".into());
+        report.add("get /c", &[], "f#3".into());
         let notes = format!("# N\n{NOTES_SECTION}\n- `get /a`: why\n## Next\n- `get /b`\n");
         assert_eq!(report.unlisted(&notes), ["get /b"]);
         assert_eq!(

@@ -5,8 +5,8 @@
 //! `x-kubernetes-patch-merge-key`/`patch-strategy` or `+structType=atomic` metadata, so
 //! nothing can be read from it at run time. `generated.rs` is produced from its sources by
 //! `tools/gen_builtin_schemas.py` (with the missing facts added there) and covers every
-//! kind k8s-openapi v1_33 knows. Kinds it does not know get the hand-written fallback
-//! below: ObjectMeta, `status.conditions` keyed by `type`, everything else an open
+//! kind k8s-openapi `v1_33` knows. Kinds it does not know get the hand-written fallback
+//! below: `ObjectMeta`, `status.conditions` keyed by `type`, everything else an open
 //! struct (maps merge key by key, lists are atomic).
 
 use std::collections::BTreeMap;
@@ -49,8 +49,8 @@ pub(super) fn builtin(api_version: &str, kind: &str) -> Schema {
         .find(|(g, v, k, _)| *g == group && *v == version && *k == kind)
         .or_else(|| KINDS.iter().find(|(g, _, k, _)| *g == group && *k == kind));
     let mut fields = vec![("apiVersion", Schema::Scalar), ("kind", Schema::Scalar)];
-    match found {
-        Some((_, _, _, ty)) => match type_schema(ty, 0) {
+    if let Some((_, _, _, ty)) = found {
+        match type_schema(ty, 0) {
             Schema::Map { fields: f, .. } => {
                 let mut out = obj(fields);
                 if let Schema::Map { fields: base, .. } = &mut out {
@@ -59,12 +59,11 @@ pub(super) fn builtin(api_version: &str, kind: &str) -> Schema {
                 out
             }
             other => other,
-        },
-        None => {
-            fields.push(("metadata", object_meta()));
-            fields.extend(unknown_kind_fields());
-            obj(fields)
         }
+    } else {
+        fields.push(("metadata", object_meta()));
+        fields.extend(unknown_kind_fields());
+        obj(fields)
     }
 }
 

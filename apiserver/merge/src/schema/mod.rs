@@ -14,9 +14,9 @@ use serde_json::Value;
 pub enum ListKind {
     /// The whole list is one value: replaced as a whole, owned as one leaf.
     Atomic,
-    /// Elements are scalars identified by value (`v:` in FieldsV1).
+    /// Elements are scalars identified by value (`v:` in `FieldsV1`).
     Set,
-    /// Elements are objects identified by the named key fields (`k:` in FieldsV1).
+    /// Elements are objects identified by the named key fields (`k:` in `FieldsV1`).
     Map {
         /// The key field names (`x-kubernetes-list-map-keys`).
         keys: Vec<String>,
@@ -118,13 +118,14 @@ impl Schema {
         Schema::List {
             element: Box::new(element),
             kind: ListKind::Map {
-                keys: keys.iter().map(|k| k.to_string()).collect(),
+                keys: keys.iter().map(ToString::to_string).collect(),
                 defaults: BTreeMap::new(),
             },
         }
     }
 
     /// Adds (or replaces) a named field of a [`Schema::Map`]; other schemas are returned unchanged.
+    #[must_use]
     pub fn with_field(mut self, name: &str, schema: Schema) -> Schema {
         if let Schema::Map { fields, .. } = &mut self {
             fields.insert(name.to_string(), schema);
@@ -144,13 +145,13 @@ impl Schema {
     /// `x-kubernetes-list-type`, `x-kubernetes-list-map-keys`, `x-kubernetes-map-type`,
     /// `x-kubernetes-preserve-unknown-fields`, `x-kubernetes-embedded-resource`,
     /// `x-kubernetes-int-or-string`). The root always gets `apiVersion`, `kind` and the
-    /// standard `metadata` (ObjectMeta) schema, as kube-apiserver does for CRDs.
+    /// standard `metadata` (`ObjectMeta`) schema, as kube-apiserver does for CRDs.
     pub fn from_openapi(schema: &Value) -> Schema {
         openapi::from_openapi_root(schema)
     }
 
     /// Schema for a built-in kind (`apiVersion`, `kind`) with the merge keys and list types
-    /// kube-apiserver uses. Unknown kinds get the generic object schema (ObjectMeta known,
+    /// kube-apiserver uses. Unknown kinds get the generic object schema (`ObjectMeta` known,
     /// everything else open structs with atomic lists).
     pub fn builtin(api_version: &str, kind: &str) -> Schema {
         Schema::builtin_shared(api_version, kind).as_ref().clone()
@@ -161,19 +162,23 @@ impl Schema {
         static CACHE: OnceLock<Mutex<BuiltinCache>> = OnceLock::new();
         let cache = CACHE.get_or_init(Default::default);
         let key = (api_version.to_string(), kind.to_string());
-        if let Some(s) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        if let Some(s) = cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+        {
             return s.clone();
         }
         let built = Arc::new(builtin::builtin(api_version, kind));
         cache
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .entry(key)
             .or_insert(built)
             .clone()
     }
 
-    /// The standard `metadata` (ObjectMeta) schema.
+    /// The standard `metadata` (`ObjectMeta`) schema.
     pub fn object_meta() -> Schema {
         builtin::object_meta()
     }

@@ -10,7 +10,7 @@ fn flag(s: &Value, name: &str) -> bool {
     s.get(name).and_then(Value::as_bool).unwrap_or(false)
 }
 
-/// Adds `apiVersion`, `kind` and the ObjectMeta `metadata` to a map schema.
+/// Adds `apiVersion`, `kind` and the `ObjectMeta` `metadata` to a map schema.
 fn with_object_header(s: Schema) -> Schema {
     match s {
         Schema::Map {
@@ -88,7 +88,7 @@ fn object(s: &Value, preserve: bool) -> Schema {
 
 fn array(s: &Value) -> Schema {
     let items = s.get("items");
-    let element = items.map(convert).unwrap_or(Schema::Untyped);
+    let element = items.map_or(Schema::Untyped, convert);
     let kind = match s.get("x-kubernetes-list-type").and_then(Value::as_str) {
         Some("set") => ListKind::Set,
         Some("map") => {

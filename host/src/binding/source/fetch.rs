@@ -45,7 +45,7 @@ impl Default for FetchSettings {
             backoff_max: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(30),
-            attempt_timeout: Duration::from_secs(300),
+            attempt_timeout: Duration::from_mins(5),
             max_concurrent: 4,
         }
     }
@@ -354,7 +354,7 @@ mod tests {
     fn backoff_doubles_with_jitter_and_is_capped() {
         let settings = FetchSettings {
             backoff_base: Duration::from_millis(100),
-            backoff_max: Duration::from_millis(1000),
+            backoff_max: Duration::from_secs(1),
             ..FetchSettings::default()
         };
         for _ in 0..50 {
@@ -363,7 +363,7 @@ mod tests {
             let d3 = backoff(&settings, 3);
             assert!(d3 >= Duration::from_millis(200) && d3 <= Duration::from_millis(400));
             let d9 = backoff(&settings, 40);
-            assert!(d9 >= Duration::from_millis(500) && d9 <= Duration::from_millis(1000));
+            assert!(d9 >= Duration::from_millis(500) && d9 <= Duration::from_secs(1));
         }
     }
 

@@ -32,6 +32,8 @@ fn client(insecure: bool, settings: &FetchSettings) -> Result<reqwest::Client, F
         .map_err(|e| FetchError::Transport(format!("building the HTTP client: {e}")))
 }
 
+// Called as `map_err(transport)`, which hands the error over by value.
+#[allow(clippy::needless_pass_by_value)]
 fn transport(e: reqwest::Error) -> FetchError {
     // The full chain: reqwest's top-level message alone says little.
     let mut message = e.to_string();
@@ -77,7 +79,7 @@ pub async fn download(
     if announced.is_some_and(|len| len > limit as u64) {
         return Err(FetchError::TooLarge { limit });
     }
-    let mut body = Vec::with_capacity(announced.map_or(0, |l| l as usize));
+    let mut body = Vec::with_capacity(announced.and_then(|l| usize::try_from(l).ok()).unwrap_or(0));
     while let Some(chunk) = response.chunk().await.map_err(transport)? {
         if body.len() + chunk.len() > limit {
             return Err(FetchError::TooLarge { limit });

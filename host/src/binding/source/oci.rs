@@ -43,6 +43,8 @@ pub fn client(reference: &str, insecure: bool, settings: &FetchSettings) -> Clie
     })
 }
 
+// Called as `map_err(registry_error)`, which hands the error over by value.
+#[allow(clippy::needless_pass_by_value)]
 fn registry_error(e: OciDistributionError) -> FetchError {
     let transient = match &e {
         OciDistributionError::RequestError(_) | OciDistributionError::IoError(_) => true,

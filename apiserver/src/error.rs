@@ -60,7 +60,7 @@ impl Details {
 /// A request failure, rendered as a `metav1.Status` with its HTTP code.
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum ApiError {
-    /// 404 NotFound.
+    /// 404 `NotFound`.
     #[error("{message}")]
     NotFound {
         /// Message.
@@ -68,7 +68,7 @@ pub enum ApiError {
         /// Details.
         details: Option<Details>,
     },
-    /// 409 AlreadyExists.
+    /// 409 `AlreadyExists`.
     #[error("{message}")]
     AlreadyExists {
         /// Message.
@@ -103,7 +103,7 @@ pub enum ApiError {
     /// 410 Expired (too old resourceVersion or continue token).
     #[error("{0}")]
     Expired(String),
-    /// 400 BadRequest.
+    /// 400 `BadRequest`.
     #[error("{message}")]
     BadRequest {
         /// Message.
@@ -111,22 +111,22 @@ pub enum ApiError {
         /// Details (e.g. unknown field causes under fieldValidation=Strict).
         details: Option<Details>,
     },
-    /// 415 UnsupportedMediaType.
+    /// 415 `UnsupportedMediaType`.
     #[error("{0}")]
     UnsupportedMediaType(String),
-    /// 405 MethodNotAllowed.
+    /// 405 `MethodNotAllowed`.
     #[error("{0}")]
     MethodNotAllowed(String),
-    /// 413 RequestEntityTooLarge.
+    /// 413 `RequestEntityTooLarge`.
     #[error("{0}")]
     TooLarge(String),
     /// 401 Unauthorized.
     #[error("Unauthorized")]
     Unauthorized,
-    /// 406 NotAcceptable.
+    /// 406 `NotAcceptable`.
     #[error("{0}")]
     NotAcceptable(String),
-    /// 500 InternalError (storage failure and the like).
+    /// 500 `InternalError` (storage failure and the like).
     #[error("{0}")]
     Internal(String),
     /// A complete `metav1.Status` to return as is (an admission webhook's denial);
@@ -139,7 +139,7 @@ pub enum ApiError {
 pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
-    /// A plain 400 BadRequest.
+    /// A plain 400 `BadRequest`.
     pub fn bad_request(message: impl Into<String>) -> Self {
         ApiError::BadRequest {
             message: message.into(),
@@ -336,7 +336,7 @@ pub fn too_large_resource_version(requested: u64, current: u64) -> Value {
     })
 }
 
-/// `plural` or `plural.group`, as kube prints a GroupResource.
+/// `plural` or `plural.group`, as kube prints a `GroupResource`.
 pub fn qualified(group: &str, plural: &str) -> String {
     if group.is_empty() {
         plural.to_string()

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
+use crate::error::ApiResult;
 use crate::registry::ResourceInfo;
-use crate::status::ApiResult;
 
 fn is(info: &ResourceInfo, group: &str, plural: &str) -> bool {
     info.group == group && info.plural == plural
@@ -29,28 +29,27 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
 }
 
 /// Gives a Service a cluster IP from 10.96.0.0/12 (as kube's allocator does; uniqueness
-/// is only probabilistic here), unless it has one, is headless or ExternalName.
+/// is only probabilistic here), unless it has one, is headless or `ExternalName`.
 fn allocate_cluster_ip(svc: &mut Value) {
     use rand::Rng;
     let spec = &mut svc["spec"];
     if spec["type"] == "ExternalName" {
         return;
     }
-    let ip = match spec
+    let ip = if let Some(ip) = spec
         .get("clusterIP")
         .and_then(Value::as_str)
         .filter(|ip| !ip.is_empty())
     {
-        Some(ip) => ip.to_string(),
-        None => {
-            let mut rng = rand::rng();
-            format!(
-                "10.{}.{}.{}",
-                rng.random_range(96..112),
-                rng.random_range(0..=255),
-                rng.random_range(1..255)
-            )
-        }
+        ip.to_string()
+    } else {
+        let mut rng = rand::rng();
+        format!(
+            "10.{}.{}.{}",
+            rng.random_range(96..112),
+            rng.random_range(0..=255),
+            rng.random_range(1..255)
+        )
     };
     spec["clusterIP"] = json!(ip);
     if spec.get("clusterIPs").is_none_or(Value::is_null) {
@@ -88,11 +87,11 @@ pub fn on_update(
                     .pointer("/metadata/name")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                return Err(crate::status::ApiError::invalid(
+                return Err(crate::error::ApiError::invalid(
                     &info.group,
                     &info.kind,
                     name,
-                    vec![crate::status::Cause::new(
+                    vec![crate::error::Cause::new(
                         "FieldValueForbidden",
                         "Forbidden: field is immutable when `immutable` is set",
                         f,
