@@ -172,7 +172,7 @@ async fn answer(
         .await
         .map_err(|e| e.to_string())?;
     let mut children: Vec<&Value> = intents.iter().map(|i| &i.object).collect();
-    children.sort_by_key(|c| c.to_string());
+    children.sort_by_key(ToString::to_string);
     Ok(json!({
         "children": children,
         "status": response.status,
