@@ -24,6 +24,18 @@ async fn env_with(backend: Backend, crds: &[Value]) -> Env {
     env
 }
 
+/// An environment serving Widgets and Gadgets.
+async fn widgets_and_gadgets(backend: Backend) -> Env {
+    env_with(
+        backend,
+        &[
+            widget_crd("Widget", "widgets", true),
+            widget_crd("Gadget", "gadgets", true),
+        ],
+    )
+    .await
+}
+
 async fn bind(env: &Env, cm: &str, yaml: &str) {
     env.bind(cm, yaml, &example_plugin("hostile").unwrap())
         .await;
@@ -305,14 +317,7 @@ async fn a_zero_requeue_is_not_a_hot_loop(backend: Backend) {
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_validate_config_does_not_hold_up_other_bindings(backend: Backend) {
-    let env = env_with(
-        backend,
-        &[
-            widget_crd("Widget", "widgets", true),
-            widget_crd("Gadget", "gadgets", true),
-        ],
-    )
-    .await;
+    let env = widgets_and_gadgets(backend).await;
     let slow = json!({"behaviour": "sleep-config", "millis": 20_000});
     bind(
         &env,
@@ -355,14 +360,7 @@ async fn a_slow_validate_config_does_not_hold_up_other_bindings(backend: Backend
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_busy_binding_does_not_hold_up_others(backend: Backend) {
-    let env = env_with(
-        backend,
-        &[
-            widget_crd("Widget", "widgets", true),
-            widget_crd("Gadget", "gadgets", true),
-        ],
-    )
-    .await;
+    let env = widgets_and_gadgets(backend).await;
     let slow = json!({"behaviour": "sleep", "millis": 20_000});
     bind(
         &env,
@@ -483,14 +481,7 @@ async fn a_claimed_binding_goes_into_service_when_the_claimant_goes(backend: Bac
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_superseded_claim_is_released(backend: Backend) {
-    let env = env_with(
-        backend,
-        &[
-            widget_crd("Widget", "widgets", true),
-            widget_crd("Gadget", "gadgets", true),
-        ],
-    )
-    .await;
+    let env = widgets_and_gadgets(backend).await;
     // Its validate-config sleeps, so it stays in preparation, claiming Widget.
     let slow = json!({"behaviour": "sleep-config", "millis": 20_000});
     bind(

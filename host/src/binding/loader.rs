@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::envelope::{self, Component, PluginBytes, content_of};
-use super::source::{Fetcher, PluginSource};
+use super::source::{Fetcher, SourceSpec};
 use crate::recorder::Recorder;
 
 /// How often versions refused for a cause that may pass (a kind not served
@@ -125,8 +125,8 @@ pub trait Lifecycle: Send + 'static {
     fn parse(text: &str) -> Result<Self::Spec, String>;
     /// The binding's own name (for logs and metrics).
     fn name(spec: &Self::Spec) -> &str;
-    /// The component's source (checked) and pin.
-    fn component(spec: &Self::Spec) -> (Option<PluginSource>, Option<&str>);
+    /// The component's source, if remote, and its pin.
+    fn component(spec: &Self::Spec) -> (Option<&SourceSpec>, Option<&str>);
     /// Whether `spec` needs a claim that `other` (of ConfigMap `other_cm`)
     /// holds; the refusal says which.
     fn conflict(spec: &Self::Spec, other_cm: &str, other: &Self::Spec) -> Option<Refusal>;
@@ -373,6 +373,10 @@ impl<L: Lifecycle> Loader<L> {
         let text = envelope::document(cm, L::DOCUMENT_KEY).map_err(|e| invalid(e.to_string()))?;
         let spec = L::parse(text).map_err(invalid)?;
         let (source, pin) = L::component(&spec);
+        let source =
+            envelope::check_source(source, pin.is_some()).map_err(|(field, message)| {
+                invalid(format!("{}: {field}: {message}", L::DOCUMENT_KEY))
+            })?;
         let component = envelope::component(cm, L::DOCUMENT_KEY, source, pin)
             .map_err(|e| invalid(e.to_string()))?;
         Ok((spec, component))

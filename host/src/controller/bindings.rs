@@ -29,7 +29,7 @@ use super::context::{BindingContext, ChildKind, Current, KindInfo, RelatedKind, 
 use super::reconcile::{error_policy, reconcile};
 use super::{Metrics, OperatorOptions, Shared};
 use crate::binding::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
-use crate::binding::source::{Fetcher, PluginSource};
+use crate::binding::source::{Fetcher, SourceSpec};
 use crate::recorder::Recorder;
 use crate::runtime::{ReconcilerPlugin, Runtime};
 
@@ -162,13 +162,8 @@ impl Lifecycle for Bindings {
         &spec.name
     }
 
-    fn component(spec: &BindingSpec) -> (Option<PluginSource>, Option<&str>) {
-        // parse_spec checked the source already.
-        let source = spec
-            .source
-            .as_ref()
-            .and_then(|s| s.check(spec.sha256.is_some()).ok());
-        (source, spec.sha256.as_deref())
+    fn component(spec: &BindingSpec) -> (Option<&SourceSpec>, Option<&str>) {
+        (spec.source.as_ref(), spec.sha256.as_deref())
     }
 
     fn conflict(spec: &BindingSpec, other_cm: &str, other: &BindingSpec) -> Option<Refusal> {

@@ -18,7 +18,7 @@ use super::binding::{
 };
 use super::{LoadedPolicy, Policies};
 use crate::binding::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
-use crate::binding::source::{FetchSettings, Fetcher, PluginSource};
+use crate::binding::source::{FetchSettings, Fetcher, SourceSpec};
 use crate::recorder::Recorder;
 use crate::runtime::{CallError, PolicyPlugin, Runtime};
 
@@ -115,13 +115,8 @@ impl Lifecycle for Manager {
         &spec.name
     }
 
-    fn component(spec: &PolicySpec) -> (Option<PluginSource>, Option<&str>) {
-        // parse_spec checked the source already.
-        let source = spec
-            .source
-            .as_ref()
-            .and_then(|s| s.check(spec.sha256.is_some()).ok());
-        (source, spec.sha256.as_deref())
+    fn component(spec: &PolicySpec) -> (Option<&SourceSpec>, Option<&str>) {
+        (spec.source.as_ref(), spec.sha256.as_deref())
     }
 
     fn conflict(spec: &PolicySpec, other_cm: &str, other: &PolicySpec) -> Option<Refusal> {
