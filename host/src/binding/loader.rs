@@ -467,7 +467,7 @@ impl<L: Lifecycle> Loader<L> {
                         spec: spec.clone(),
                     },
                 );
-                tracing::info!(configmap = %name, name = L::name(&spec), digest = %installed.digest, "{} in service", L::NOUN);
+                tracing::debug!(configmap = %name, name = L::name(&spec), digest = %installed.digest, "{} version installed", L::NOUN);
                 self.annotate(&name, &installed).await;
                 self.event(&done.cm, EventType::Normal, L::LOADED, &installed.message)
                     .await;

@@ -261,6 +261,7 @@ impl Lifecycle for Bindings {
             .metrics
             .record_plugin_load(&spec.name, true, swapped);
         self.publish();
+        tracing::info!(configmap = %cm_name, binding = %spec.name, digest = %plugin.digest(), "plugin in service");
         let from = source
             .as_deref()
             .map(|s| format!(" from {s}"))

@@ -188,7 +188,7 @@ impl Lifecycle for Manager {
         {
             self.policies.remove(&old);
         }
-        tracing::info!(policy = %name, mode = spec.mode.as_str(), mutating = spec.mutating, "policy in service");
+        tracing::info!(configmap = %cm_name, policy = %name, %digest, mode = spec.mode.as_str(), mutating = spec.mutating, "policy in service");
         let from = source
             .as_deref()
             .map(|s| format!(" from {s}"))
