@@ -18,6 +18,18 @@ const SLEEP_MS: u64 = 5000;
 const DEADLINE: Duration = Duration::from_millis(200);
 const BOUND: Duration = Duration::from_secs(2);
 
+/// A runtime with `slots` call slots and no disk cache.
+fn runtime_with_slots(slots: usize) -> Runtime {
+    Runtime::new(RuntimeSettings {
+        engine: EngineSettings {
+            max_concurrent_calls: slots,
+            ..EngineSettings::default()
+        },
+        cache_dir: None,
+    })
+    .unwrap()
+}
+
 fn hostile(runtime: &Runtime) -> Arc<ReconcilerPlugin> {
     let bytes = example_plugin("hostile").expect("hostile plugin builds");
     runtime.load_reconciler("hostile", &bytes).expect("loads")
@@ -133,14 +145,7 @@ async fn async_calls_end_at_the_deadline_too() {
 /// the slot: it is freed when the instance is dropped, at its deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slot_is_held_until_its_instance_is_gone() {
-    let rt = Runtime::new(RuntimeSettings {
-        engine: EngineSettings {
-            max_concurrent_calls: 1,
-            ..EngineSettings::default()
-        },
-        cache_dir: None,
-    })
-    .unwrap();
+    let rt = runtime_with_slots(1);
     let plugin = hostile(&rt);
     let limits = Limits {
         deadline: Duration::from_millis(1500),
@@ -180,14 +185,7 @@ async fn a_slot_is_held_until_its_instance_is_gone() {
 /// deadline, and a good call runs right after them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sleeping_calls_do_not_exhaust_the_pool() {
-    let rt = Runtime::new(RuntimeSettings {
-        engine: EngineSettings {
-            max_concurrent_calls: 2,
-            ..EngineSettings::default()
-        },
-        cache_dir: None,
-    })
-    .unwrap();
+    let rt = runtime_with_slots(2);
     let plugin = hostile(&rt);
     let started = Instant::now();
     let calls: Vec<_> = (0..10)
@@ -225,14 +223,7 @@ async fn sleeping_calls_do_not_exhaust_the_pool() {
 /// admission policies: the webhook answers while they are still running.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn policies_have_slots_of_their_own() {
-    let rt = Runtime::new(RuntimeSettings {
-        engine: EngineSettings {
-            max_concurrent_calls: 2,
-            ..EngineSettings::default()
-        },
-        cache_dir: None,
-    })
-    .unwrap();
+    let rt = runtime_with_slots(2);
     let plugin = hostile(&rt);
     let long = Limits {
         deadline: Duration::from_secs(30),
