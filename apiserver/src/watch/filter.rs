@@ -49,6 +49,21 @@ impl Filter {
     }
 }
 
+/// For tests: the ConfigMaps of namespace `default` whose labels match
+/// `labels`.
+#[cfg(test)]
+pub(crate) fn config_maps_in_default(labels: &str) -> Filter {
+    use crate::selectors::{FieldSelector, LabelSelector};
+    Filter {
+        prefix: "/configmaps/default/".into(),
+        name: None,
+        selectors: Selectors {
+            labels: LabelSelector::parse(labels).unwrap(),
+            fields: FieldSelector::parse("").unwrap(),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -56,17 +71,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::selectors::{FieldSelector, LabelSelector};
 
     fn filter(labels: &str) -> Filter {
-        Filter {
-            prefix: "/configmaps/default/".into(),
-            name: None,
-            selectors: Selectors {
-                labels: LabelSelector::parse(labels).unwrap(),
-                fields: FieldSelector::parse("").unwrap(),
-            },
-        }
+        config_maps_in_default(labels)
     }
 
     fn event(kind: EventType, key: &str, app: &str, previous_app: Option<&str>) -> Event {

@@ -223,20 +223,12 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::selectors::{FieldSelector, LabelSelector, Selectors};
     use crate::storage::Write;
     use crate::watch::initial::Item;
     use crate::watch::watcher::Next;
 
     fn filter() -> Filter {
-        Filter {
-            prefix: "/configmaps/default/".into(),
-            name: None,
-            selectors: Selectors {
-                labels: LabelSelector::parse("").unwrap(),
-                fields: FieldSelector::parse("").unwrap(),
-            },
-        }
+        super::super::filter::config_maps_in_default("")
     }
 
     fn put(store: &Store, name: &str) -> Arc<Event> {

@@ -228,18 +228,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::selectors::{FieldSelector, LabelSelector, Selectors};
     use crate::storage::Event;
 
     fn filter() -> Filter {
-        Filter {
-            prefix: "/configmaps/default/".into(),
-            name: None,
-            selectors: Selectors {
-                labels: LabelSelector::parse("").unwrap(),
-                fields: FieldSelector::parse("").unwrap(),
-            },
-        }
+        super::super::filter::config_maps_in_default("")
     }
 
     fn event(rv: u64, key: &str, bytes: usize) -> Arc<SharedEvent> {
