@@ -197,3 +197,84 @@ async fn policies_come_from_urls_and_oci_registries(backend: Backend) {
     }
     env.stop().await;
 }
+
+/// A new version of a policy judges the requests the running one judged
+/// last before it serves: one that fails where the running one answered
+/// is refused, and the running one keeps serving.
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_version_failing_on_recent_reviews_is_refused(backend: Backend) {
+    let env = Env::start(backend).await;
+    let (policies, _stop) = start_policies(&env, FetchSettings::default());
+    let component = example_plugin("hostile-policy").unwrap();
+    let version = |behaviour: &str| {
+        gantry::dev::policy_config_map(
+            "hostile",
+            BINDINGS_NS,
+            &format!("name: hostile\n{RULES}settings: {{behaviour: {behaviour}}}\n"),
+            &component,
+            true,
+        )
+        .unwrap()
+    };
+    gantry::dev::apply_binding(&env.client, &version("allow"))
+        .await
+        .unwrap();
+    eventually("the policy in service", || async {
+        policies.get("hostile").map(|_| ())
+    })
+    .await;
+    for name in ["a", "b", "c"] {
+        let request = serde_json::json!({"uid": name, "operation": "CREATE",
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "namespace": "default", "name": name,
+            "object": {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "default"}}});
+        let decision = policies.evaluate("hostile", request).await.unwrap();
+        assert!(decision.response.allowed);
+    }
+
+    gantry::dev::apply_binding(&env.client, &version("panic"))
+        .await
+        .unwrap();
+    let note = eventually("ShadowRunFailed", || async {
+        env.event(BINDINGS_NS, "hostile", "ShadowRunFailed")
+            .await
+            .and_then(|e| e["note"].as_str().map(str::to_string))
+    })
+    .await;
+    assert!(
+        note.contains("shadow run on 3 recent reviews: 0 unchanged, 0 changed, 3 failed"),
+        "{note}"
+    );
+    assert!(note.contains("CREATE ConfigMap default/a: "), "{note}");
+    assert!(note.contains("hostile policy panics on purpose"), "{note}");
+    let serving = policies.get("hostile").unwrap();
+    assert_eq!(
+        serving.spec.settings["behaviour"], "allow",
+        "the running version was replaced"
+    );
+
+    // A version that answers otherwise (but answers) serves, and says so.
+    gantry::dev::apply_binding(&env.client, &version("deny"))
+        .await
+        .unwrap();
+    let loaded = eventually("the denying version in service", || async {
+        let policy = policies.get("hostile")?;
+        (policy.spec.settings["behaviour"] == "deny").then_some(())?;
+        env.events_for(BINDINGS_NS, "hostile")
+            .await
+            .into_iter()
+            .filter(|e| e["reason"] == "PolicyLoaded")
+            .find_map(|e| {
+                let note = e["note"].as_str()?;
+                note.contains("3 changed").then(|| note.to_string())
+            })
+    })
+    .await;
+    assert!(
+        loaded.contains("shadow run on 3 recent reviews: 0 unchanged, 3 changed, 0 failed"),
+        "{loaded}"
+    );
+    env.stop().await;
+}

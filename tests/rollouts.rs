@@ -150,3 +150,96 @@ async fn max_changed_parents_refuses_a_version_that_changes_too_much(backend: Ba
     .await;
     env.stop().await;
 }
+
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_version_failing_on_every_parent_is_refused(backend: Backend) {
+    let env = Env::start(backend).await;
+    env.apply(widget_crd("Widget", "widgets", true)).await;
+    gantry::dev::wait_for_crd(&env.client, "widgets.test.gantry.dev")
+        .await
+        .unwrap();
+    for i in 0..3 {
+        env.apply(json!({"apiVersion": "test.gantry.dev/v1", "kind": "Widget",
+            "metadata": {"name": format!("w-{i}"), "namespace": "default"}, "spec": {}}))
+            .await;
+    }
+    bind(&env, &json!({"behaviour": "panic"}), "").await;
+    let note = refusal(&env).await;
+    assert!(
+        note.contains(
+            "shadow run on 3 parents no version served yet: 0 answered, 3 failed; the new version fails on every parent"
+        ),
+        "{note}"
+    );
+    assert!(note.contains("hostile plugin panics on purpose"), "{note}");
+    let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
+    let w = get_json(&widgets, "w-0").await.unwrap();
+    assert!(
+        w.get("status").is_none(),
+        "a refused version reconciled: {w}"
+    );
+
+    // A version that answers on some parent serves.
+    bind(
+        &env,
+        &json!({"behaviour": "fail-for", "names": ["w-1"]}),
+        "",
+    )
+    .await;
+    let loaded = eventually("the version in service", || async {
+        notes(&env, "PluginLoaded").await.into_iter().next()
+    })
+    .await;
+    assert!(
+        loaded.contains("shadow run on 3 parents no version served yet: 2 answered, 1 failed"),
+        "{loaded}"
+    );
+    env.stop().await;
+}
+
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_watching_other_kinds_is_shadow_run_on_caches_of_its_own(backend: Backend) {
+    let env = serving(backend, 3, "").await;
+    // The new version also reads Secrets: its requests come from caches
+    // of its own, the running version's from its caches.
+    let reads_secrets = "related:\n- {apiVersion: v1, kind: Secret, selector: {matchLabels: {widget-input: \"yes\"}}}\n";
+    bind(&env, &json!({"behaviour": "panic"}), reads_secrets).await;
+    let note = refusal(&env).await;
+    assert!(
+        note.contains("shadow run on 3 parents: 0 unchanged, 0 changed, 3 failed"),
+        "{note}"
+    );
+    still_served_by_the_first_version(&env, 3).await;
+
+    // The same code watching more kinds serves, each parent unchanged,
+    // and the new controller reconciles over the caches it was tried on.
+    bind(
+        &env,
+        &json!({"behaviour": "ok", "value": "v2"}),
+        reads_secrets,
+    )
+    .await;
+    let loaded = eventually("the version in service", || async {
+        notes(&env, "PluginLoaded")
+            .await
+            .into_iter()
+            .find(|n| n.contains("3 changed"))
+    })
+    .await;
+    assert!(
+        loaded.contains("shadow run on 3 parents: 0 unchanged, 3 changed, 0 failed"),
+        "{loaded}"
+    );
+    let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
+    eventually("every child changed by the new controller", || async {
+        for i in 0..3 {
+            let child = get_json(&maps, &format!("w-{i}-fine")).await?;
+            (child["data"]["value"] == "v2").then_some(())?;
+        }
+        Some(())
+    })
+    .await;
+    env.stop().await;
+}

@@ -120,13 +120,19 @@ async fn converge_reports_phases_and_a_resync_writes_nothing(backend: Backend) {
         .iter()
         .map(|p| (p["name"].as_str().unwrap(), p["writes"].as_u64().unwrap()))
         .collect();
-    assert_eq!(phases.len(), 3, "{report}");
+    assert_eq!(phases.len(), 4, "{report}");
     assert_eq!(phases[0].0, "converge");
     // 12 children and 6 status writes at least.
     assert!(phases[0].1 >= 18, "{report}");
     assert_eq!(phases[1], ("resync", 0), "{report}");
     assert_eq!(phases[2].0, "spec-change");
     assert!(phases[2].1 >= 12, "{report}");
+    // A new version is shadow-run on every parent before it serves.
+    assert_eq!(phases[3].0, "shadow");
+    assert!(
+        report["phases"][3]["seconds"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
     if cluster.is_none() {
         // Only the API server process the bench started itself is measured.
         assert!(report["apiserver_peak_rss"].as_u64().unwrap() > 0);

@@ -307,6 +307,35 @@ pub async fn run(plan: &ConvergePlan, progress: impl Fn(&str)) -> anyhow::Result
     wait_until(plan, &parents, "v2", start.0, &mut Vec::new(), &progress).await?;
     phases.push(phase("spec-change", start));
 
+    // Phase 4: a new version (the same code under another digest) is
+    // shadow-run on every parent before it serves.
+    progress("pushing a new version: shadow run on every parent");
+    let start = mark();
+    let before = metrics.binding("fanout");
+    let renamed = with_custom_section(&plan.plugin, b"gantry-bench-v2");
+    let cm = crate::dev::binding_config_map("fanout", BINDINGS, &binding, &renamed, true)?;
+    crate::dev::apply_binding(&driver, &cm).await?;
+    loop {
+        let now = metrics.binding("fanout");
+        anyhow::ensure!(
+            now.plugin_load_failures == before.plugin_load_failures,
+            "the new version was refused"
+        );
+        if now.plugin_swaps > before.plugin_swaps {
+            break;
+        }
+        anyhow::ensure!(
+            start.0.elapsed() < plan.phase_timeout,
+            "the new version was not in service within {:?}",
+            plan.phase_timeout
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut shadow = phase("shadow", start);
+    shadow.seconds = metrics.binding("fanout").last_shadow_seconds;
+    anyhow::ensure!(shadow.seconds > 0.0, "the new version had no shadow run");
+    phases.push(shadow);
+
     let _ = stop_tx.send(());
     operator.await??;
     let apiserver_peak_rss = server
@@ -321,6 +350,21 @@ pub async fn run(plan: &ConvergePlan, progress: impl Fn(&str)) -> anyhow::Result
         apiserver_peak_rss,
         timeline,
     })
+}
+
+/// `component` with a custom section `payload` appended: the same code
+/// under another digest. (Four bytes of framing; a Wasm encoder library
+/// would add nothing here.)
+fn with_custom_section(component: &[u8], payload: &[u8]) -> Vec<u8> {
+    const NAME: &[u8] = b"gantry";
+    let size = 1 + NAME.len() + payload.len();
+    assert!(size < 128, "one LEB128 byte of size");
+    let mut out = component.to_vec();
+    #[allow(clippy::cast_possible_truncation)] // checked just above
+    out.extend([0, size as u8, NAME.len() as u8]);
+    out.extend(NAME);
+    out.extend(payload);
+    out
 }
 
 /// Run `write` for each parent name, 32 at a time.

@@ -169,6 +169,16 @@ pub struct PendingPlugin {
 }
 
 impl PendingPlugin {
+    /// The `component` of a version pinned to `pin`, fetched (if remote)
+    /// by `fetcher`.
+    pub fn new(component: Component, pin: Option<String>, fetcher: Fetcher) -> Self {
+        Self {
+            component,
+            pin,
+            fetcher,
+        }
+    }
+
     /// Whether it is still to be fetched.
     pub fn is_remote(&self) -> bool {
         self.component.is_remote()
@@ -196,6 +206,19 @@ impl PendingPlugin {
             }
         }
     }
+}
+
+/// The document and the component of the version a ConfigMap holds.
+pub fn read<L: Lifecycle>(cm: &ConfigMap) -> Result<(L::Spec, Component), Refusal> {
+    let invalid = |message: String| Refusal::new(L::INVALID, message);
+    let text = envelope::document(cm, L::DOCUMENT_KEY).map_err(|e| invalid(e.to_string()))?;
+    let spec = L::parse(text).map_err(invalid)?;
+    let (source, pin) = L::component(&spec);
+    let source = envelope::check_source(source, pin.is_some())
+        .map_err(|(field, message)| invalid(format!("{}: {field}: {message}", L::DOCUMENT_KEY)))?;
+    let component = envelope::component(cm, L::DOCUMENT_KEY, source, pin)
+        .map_err(|e| invalid(e.to_string()))?;
+    Ok((spec, component))
 }
 
 /// Run the loader of `lifecycle` over the ConfigMaps of `namespace` until
@@ -354,7 +377,7 @@ impl<L: Lifecycle> Loader<L> {
         // refused one.
         let superseded = self.preparing.remove(&name).map(|old| old.task.abort());
         self.refused.remove(&name);
-        match Self::read(&cm) {
+        match read::<L>(&cm) {
             Ok((spec, component)) => {
                 if let Some(conflict) = self.conflict(&name, &spec) {
                     self.refuse(&cm, content, Some(&spec), conflict).await;
@@ -365,21 +388,6 @@ impl<L: Lifecycle> Loader<L> {
             Err(refusal) => self.refuse(&cm, content, None, refusal).await,
         }
         superseded.is_some()
-    }
-
-    /// The document and the component of a version.
-    fn read(cm: &ConfigMap) -> Result<(L::Spec, Component), Refusal> {
-        let invalid = |message: String| Refusal::new(L::INVALID, message);
-        let text = envelope::document(cm, L::DOCUMENT_KEY).map_err(|e| invalid(e.to_string()))?;
-        let spec = L::parse(text).map_err(invalid)?;
-        let (source, pin) = L::component(&spec);
-        let source =
-            envelope::check_source(source, pin.is_some()).map_err(|(field, message)| {
-                invalid(format!("{}: {field}: {message}", L::DOCUMENT_KEY))
-            })?;
-        let component = envelope::component(cm, L::DOCUMENT_KEY, source, pin)
-            .map_err(|e| invalid(e.to_string()))?;
-        Ok((spec, component))
     }
 
     /// Who holds a claim `spec` needs: versions in service and in

@@ -4,11 +4,13 @@
 //! 3 the plugin breached a limit, trapped or broke the contract; 4 the
 //! plugin could not be loaded; 5 bad input files or other failures.
 
+mod answer_diff;
 mod bench;
 mod component;
 mod operator;
 mod plugin;
 mod policy;
+mod rollout;
 mod webhook;
 
 use std::process::ExitCode;

@@ -160,7 +160,9 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
 
 /// A client from `kubeconfig`, or the inferred configuration
 /// ($KUBECONFIG, ~/.kube/config, in-cluster).
-async fn cluster_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Client> {
+pub(super) async fn cluster_client(
+    kubeconfig: Option<&std::path::Path>,
+) -> anyhow::Result<kube::Client> {
     let config = match kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use gantry_sdk::{Request, Response, Trigger};
 use serde::Serialize;
@@ -28,6 +29,13 @@ pub enum PluginCommand {
     /// Scaffold a plugin project (WIT, build, sample input, a test) that
     /// passes `gantry plugin run` out of the box.
     New(NewArgs),
+    /// Run a binding's version in service and a new one on every parent of
+    /// a live cluster, writing nothing; print what would change. Exit 0: no
+    /// change; 1: changes; 3: the new version fails on some parent.
+    Diff(super::rollout::DiffArgs),
+    /// Write the request the operator would build now for one parent (and
+    /// the answer of the version in service), for `plugin run --request`.
+    Capture(super::rollout::CaptureArgs),
 }
 
 /// Languages `plugin new` scaffolds.
@@ -78,8 +86,11 @@ pub struct CallArgs {
     #[arg(long)]
     plugin: PathBuf,
     /// The parent object (YAML or JSON).
-    #[arg(long)]
-    parent: PathBuf,
+    #[arg(long, required_unless_present = "request")]
+    parent: Option<PathBuf>,
+    /// A whole request instead, as `gantry plugin capture` writes it.
+    #[arg(long, conflicts_with_all = ["parent", "observed", "related", "config", "finalizing"])]
+    request: Option<PathBuf>,
     /// Observed children (YAML/JSON; multi-document streams and Lists allowed).
     #[arg(long)]
     observed: Vec<PathBuf>,
@@ -158,6 +169,8 @@ pub fn run(command: PluginCommand) -> ExitCode {
         },
         PluginCommand::Push(args) => push(&args),
         PluginCommand::New(args) => new_project(&args),
+        PluginCommand::Diff(args) => super::rollout::diff(&args),
+        PluginCommand::Capture(args) => super::rollout::capture(&args),
     }
 }
 
@@ -279,7 +292,15 @@ impl CallArgs {
     }
 
     fn request(&self) -> anyhow::Result<Request> {
-        let mut request = Request::for_parent(read_object(&self.parent)?);
+        if let Some(path) = &self.request {
+            return serde_json::from_value(read_value(path)?)
+                .with_context(|| format!("{} is not a reconcile request", path.display()));
+        }
+        let parent = self
+            .parent
+            .as_ref()
+            .expect("clap requires --parent or --request");
+        let mut request = Request::for_parent(read_object(parent)?);
         for path in &self.observed {
             request.observed.extend(read_objects(path)?);
         }

@@ -9,24 +9,24 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use gantry_sdk::Trigger;
 use kube::api::DynamicObject;
-use kube::core::{GroupVersionKind, Selector};
+use kube::runtime::Controller;
 use kube::runtime::controller::Config as ControllerConfig;
 use kube::runtime::events::Reporter;
-use kube::runtime::reflector::{self, ObjectRef};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
-use kube::{Api, Client, ResourceExt};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::binding::{
-    self, BINDING_KEY, BINDING_LABEL, BindingSpec, CHILD_LABEL, DIGEST_ANNOTATION, KindRef,
-    SOURCE_ANNOTATION,
+    self, BINDING_KEY, BINDING_LABEL, BindingSpec, DIGEST_ANNOTATION, SOURCE_ANNOTATION,
 };
-use super::context::{BindingContext, ChildKind, Current, KindInfo, RelatedKind, controller_owner};
+use super::context::{BindingContext, Current, KindInfo, controller_owner};
 use super::reconcile::{error_policy, reconcile};
+use super::rollout::ShadowReport;
+use super::watches::{CacheTask, Watches};
 use super::{Metrics, OperatorOptions, Shared};
 use crate::binding::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
 use crate::binding::source::{Fetcher, SourceSpec};
@@ -66,6 +66,13 @@ pub async fn run_operator(
     loader::run(client, &namespace, bindings, fetcher, recorder, shutdown).await
 }
 
+/// The binding and the component of the version a ConfigMap holds.
+pub fn read_binding(
+    cm: &k8s_openapi::api::core::v1::ConfigMap,
+) -> Result<(BindingSpec, crate::binding::envelope::Component), Refusal> {
+    loader::read::<Bindings>(cm)
+}
+
 /// The reconcile bindings in service, one controller each.
 struct Bindings {
     client: Client,
@@ -88,6 +95,8 @@ struct Active {
     reconcile_all: mpsc::UnboundedSender<()>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
+    /// Keeps the caches current while the binding serves.
+    _caches: CacheTask,
 }
 
 /// A version ready to go into service.
@@ -97,6 +106,9 @@ pub struct Ready {
     source: Option<String>,
     /// What its shadow run found, if it had one.
     shadow: Option<String>,
+    /// Its own caches, when it watches other kinds than the version
+    /// serving (or none serves).
+    watches: Option<Watches>,
 }
 
 /// What the bindings react to besides their ConfigMaps.
@@ -178,19 +190,25 @@ impl Lifecycle for Bindings {
     ) -> impl Future<Output = Result<Ready, Refusal>> + Send + 'static {
         let runtime = self.runtime.clone();
         let metrics = self.shared.metrics.clone();
-        // The version serving, if the new one watches the same kinds: the
-        // new one is shadow-run against it on its parents.
-        let running = self
-            .controllers
-            .get(cm_name)
-            .filter(|a| spec.rollout.shadow && a.spec.same_watches(&spec))
-            .map(|a| a.ctx.clone());
+        // The version serving: the new one is shadow-run against it, on
+        // its caches when it watches the same kinds, else on caches of its
+        // own, built now and handed to its controller.
+        let serving = self.controllers.get(cm_name);
+        let reuse = serving.is_some_and(|a| a.spec.same_watches(&spec));
+        let running = serving.map(|a| a.ctx.clone());
+        let starter = (!reuse).then(|| {
+            (
+                self.client.clone(),
+                self.recorder.clone(),
+                self.shared.clone(),
+            )
+        });
         async move {
             let remote = plugin.is_remote();
-            let started = std::time::Instant::now();
+            let fetch_started = std::time::Instant::now();
             let fetched = plugin.fetch().await;
             if remote {
-                metrics.record_fetch(&spec.name, fetched.is_ok(), started.elapsed());
+                metrics.record_fetch(&spec.name, fetched.is_ok(), fetch_started.elapsed());
             }
             let bytes = fetched?;
             let failed = |e: String| Refusal::new("PluginLoadFailed", e);
@@ -205,27 +223,38 @@ impl Lifecycle for Bindings {
                 .validate_config(spec.config.clone(), spec.call_limits())
                 .await
                 .map_err(|e| Refusal::new("InvalidConfig", e.to_string()))?;
-            let shadow = match running {
-                Some(ctx) if ctx.caches_synced() => {
-                    let report = super::rollout::shadow_run(&ctx, &plugin, &spec).await;
-                    metrics.record_shadow(
-                        &spec.name,
-                        report.unchanged,
-                        report.changed,
-                        report.failed,
-                    );
+            let watches = match starter {
+                Some((client, recorder, shared)) => {
+                    let current = Current {
+                        plugin: plugin.clone(),
+                        spec: spec.clone(),
+                    };
+                    Some(Watches::start(&client, spec.clone(), current, recorder, shared).await?)
+                }
+                None => None,
+            };
+            let shadow = if spec.rollout.shadow {
+                let shadow_started = std::time::Instant::now();
+                let report = shadow(watches.as_ref(), running, &plugin, &spec).await;
+                if let Some(report) = &report {
+                    metrics.record_shadow(&spec.name, report, shadow_started.elapsed());
                     if let Some(why) = report.refusal(&spec.rollout) {
                         return Err(Refusal::new("ShadowRunFailed", why));
                     }
-                    Some(report.summary())
                 }
-                _ => None,
+                Some(report.map_or_else(
+                    || "shadow run skipped: the caches did not sync in time".to_string(),
+                    |r| r.summary(),
+                ))
+            } else {
+                None
             };
             Ok(Ready {
                 spec,
                 plugin,
                 source: bytes.source,
                 shadow,
+                watches,
             })
         }
     }
@@ -236,6 +265,7 @@ impl Lifecycle for Bindings {
             plugin,
             source,
             shadow,
+            watches,
         } = ready;
         let current = Current {
             plugin: plugin.clone(),
@@ -251,7 +281,14 @@ impl Lifecycle for Bindings {
                 let _ = active.reconcile_all.send(());
             }
             _ => {
-                let active = self.start(spec.clone(), current).await?;
+                let watches = if let Some(watches) = watches {
+                    watches
+                } else {
+                    let (client, recorder) = (&self.client, self.recorder.clone());
+                    Watches::start(client, spec.clone(), current, recorder, self.shared.clone())
+                        .await?
+                };
+                let active = self.start(spec.clone(), watches);
                 if let Some(old) = self.controllers.insert(cm_name.to_string(), active) {
                     self.stopping.spawn(stop(old));
                 }
@@ -359,135 +396,26 @@ impl Bindings {
         );
     }
 
-    async fn resolve(&self, kind: &KindRef) -> Result<KindInfo, Refusal> {
-        let (group, version) = match kind.api_version.split_once('/') {
-            Some((group, version)) => (group, version),
-            None => ("", kind.api_version.as_str()),
-        };
-        let gvk = GroupVersionKind::gvk(group, version, &kind.kind);
-        match kube::discovery::pinned_kind(&self.client, &gvk).await {
-            Ok((resource, caps)) => Ok(KindInfo {
-                kind: kind.clone(),
-                resource,
-                namespaced: caps.scope == kube::discovery::Scope::Namespaced,
-                has_status: caps.subresources.iter().any(|(r, _)| r.plural == "status"),
-            }),
-            Err(e) => Err(Refusal::new(
-                "UnknownKind",
-                format!("kind {kind} is not served by the API server: {e}"),
-            )
-            .transient()),
+    /// Start the controller of `spec` over `watches`: it reconciles every
+    /// cached parent, then each one whose parent, children or related
+    /// objects change.
+    fn start(&self, spec: Arc<BindingSpec>, watches: Watches) -> Active {
+        let ctx = watches.ctx.clone();
+        let attached = watches.attach();
+        let mut controller = Controller::for_stream_with(
+            attached.parents,
+            ctx.parents.clone(),
+            ctx.parent.resource.clone(),
+        );
+        for (kind, changes) in ctx.children.iter().zip(attached.children) {
+            let mapper = child_mapper(ctx.clone(), kind.info.clone());
+            controller =
+                controller.watches_stream_with(changes, mapper, kind.info.resource.clone());
         }
-    }
-
-    /// Resolve the kinds, build the caches and start the controller.
-    async fn start(&self, spec: Arc<BindingSpec>, current: Current) -> Result<Active, Refusal> {
-        let parent = self.resolve(&spec.parent).await?;
-        let mut child_infos = Vec::new();
-        for child in &spec.children {
-            child_infos.push(self.resolve(child).await?);
-        }
-        let mut related_infos = Vec::new();
-        for related in &spec.related {
-            let selector = match &related.selector {
-                Some(s) => Some(Selector::try_from(s.clone()).map_err(|e| {
-                    Refusal::new(
-                        "InvalidBinding",
-                        format!("related {}: selector: {e}", related.kind),
-                    )
-                })?),
-                None => None,
-            };
-            related_infos.push((
-                related.clone(),
-                self.resolve(&related.kind_ref()).await?,
-                selector,
-            ));
-        }
-
-        let client = &self.client;
-        let parent_writer = reflector::store::Writer::<DynamicObject>::new(parent.resource.clone());
-        let parents = parent_writer.as_reader();
-        let child_writers: Vec<_> = child_infos
-            .iter()
-            .map(|i| reflector::store::Writer::<DynamicObject>::new(i.resource.clone()))
-            .collect();
-        let related_writers: Vec<_> = related_infos
-            .iter()
-            .map(|(_, i, _)| reflector::store::Writer::<DynamicObject>::new(i.resource.clone()))
-            .collect();
-        let children = child_infos
-            .iter()
-            .zip(&child_writers)
-            .map(|(info, w)| ChildKind {
-                info: info.clone(),
-                store: w.as_reader(),
-                owners: Arc::default(),
-            })
-            .collect::<Vec<_>>();
-        let owner_indexes: Vec<_> = children.iter().map(|c| c.owners.clone()).collect();
-        let related = related_infos
-            .iter()
-            .zip(&related_writers)
-            .map(|((spec, info, selector), w)| RelatedKind {
-                spec: spec.clone(),
-                info: info.clone(),
-                selector: selector.clone(),
-                store: w.as_reader(),
-            })
-            .collect();
-        let ctx = Arc::new(BindingContext::new(
-            spec.clone(),
-            current,
-            client.clone(),
-            parent.clone(),
-            parents.clone(),
-            children,
-            related,
-            self.recorder.clone(),
-            self.shared.clone(),
-        ));
-
-        let parent_stream = reflector::reflector(
-            parent_writer,
-            watcher(
-                Api::all_with(client.clone(), &parent.resource),
-                watcher::Config::default(),
-            )
-            .default_backoff(),
-        )
-        .applied_objects();
-        let mut controller =
-            Controller::for_stream_with(parent_stream, parents, parent.resource.clone());
-        let child_selector = format!("{CHILD_LABEL}={}", spec.name);
-        for ((info, writer), owners) in child_infos
-            .into_iter()
-            .zip(child_writers)
-            .zip(owner_indexes)
-        {
-            let api = Api::all_with(client.clone(), &info.resource);
-            let resource = info.resource.clone();
-            let stream = reflector::reflector(
-                writer,
-                watcher(api, watcher::Config::default().labels(&child_selector)).default_backoff(),
-            )
-            .inspect_ok(move |event| owners.observe(event, &resource))
-            .touched_objects();
-            let mapper = child_mapper(ctx.clone(), info.clone());
-            controller = controller.watches_stream_with(stream, mapper, info.resource.clone());
-        }
-        for (index, ((_, info, selector), writer)) in
-            related_infos.into_iter().zip(related_writers).enumerate()
-        {
-            let api = Api::all_with(client.clone(), &info.resource);
-            let config = match &selector {
-                Some(s) => watcher::Config::default().labels_from(s),
-                None => watcher::Config::default(),
-            };
-            let stream = reflector::reflector(writer, watcher(api, config).default_backoff())
-                .touched_objects();
+        for (index, (kind, changes)) in ctx.related.iter().zip(attached.related).enumerate() {
             let mapper = related_mapper(ctx.clone(), index);
-            controller = controller.watches_stream_with(stream, mapper, info.resource.clone());
+            controller =
+                controller.watches_stream_with(changes, mapper, kind.info.resource.clone());
         }
 
         let (reconcile_all, requests) = mpsc::unbounded_channel::<()>();
@@ -511,14 +439,46 @@ impl Bindings {
                 std::future::ready(())
             });
         let task = tokio::spawn(run);
-        Ok(Active {
+        // Changes seen before the controller was attached are not
+        // replayed: every cached parent is reconciled to start.
+        let _ = reconcile_all.send(());
+        Active {
             spec,
             ctx,
             reconcile_all,
             stop: Some(stop_tx),
             task,
-        })
+            _caches: attached.caches,
+        }
     }
+}
+
+/// How long a new version's own caches may take to sync before its shadow
+/// run is skipped.
+const SHADOW_SYNC_TIMEOUT: Duration = Duration::from_mins(1);
+
+/// Shadow-run `plugin` (with `spec`) on its own `watches` if it has them
+/// (else on the running version's caches), against the running version;
+/// `None` when the caches are not synced.
+async fn shadow(
+    watches: Option<&Watches>,
+    running: Option<Arc<BindingContext>>,
+    plugin: &Arc<ReconcilerPlugin>,
+    spec: &BindingSpec,
+) -> Option<ShadowReport> {
+    let running = running.filter(|ctx| ctx.caches_synced());
+    let candidate = match watches {
+        Some(watches) => watches
+            .synced(SHADOW_SYNC_TIMEOUT)
+            .await
+            .then(|| watches.ctx.clone()),
+        None => running.clone(),
+    };
+    let Some(candidate) = candidate else {
+        tracing::warn!(binding = %spec.name, "caches not synced: the new version serves without a shadow run");
+        return None;
+    };
+    Some(super::rollout::shadow_run(&candidate, plugin, spec, running.as_deref()).await)
 }
 
 /// Stop a controller: no new reconciles; in-flight ones may finish (up to

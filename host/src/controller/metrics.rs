@@ -81,6 +81,8 @@ pub struct BindingCounters {
     pub plugin_swaps: u64,
     /// New versions refused (the old one kept serving).
     pub plugin_load_failures: u64,
+    /// Seconds the last shadow run took (0 before the first).
+    pub last_shadow_seconds: f64,
 }
 
 /// All metrics of the operator, and whether it is ready.
@@ -100,6 +102,7 @@ pub struct Metrics {
     plugin_load_failures: Family<BindingLabel, Counter>,
     fetches: Family<OutcomeLabels, Counter>,
     shadow_parents: Family<OutcomeLabels, Counter>,
+    shadow_seconds: Family<BindingLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
     fetch_duration: Histograms<BindingLabel>,
     queue_depth: Family<BindingLabel, Gauge>,
     in_flight: Family<BindingLabel, Gauge>,
@@ -128,6 +131,7 @@ impl Default for Metrics {
             plugin_load_failures: Family::default(),
             fetches: Family::default(),
             shadow_parents: Family::default(),
+            shadow_seconds: Family::default(),
             fetch_duration: Family::new_with_constructor(fetch_histogram),
             queue_depth: Family::default(),
             in_flight: Family::default(),
@@ -194,8 +198,13 @@ impl Default for Metrics {
         );
         r.register(
             "shadow_parents",
-            "Parents a new plugin version was shadow-run on, by outcome (unchanged, changed, failed)",
+            "Parents a new plugin version was shadow-run on, by outcome (unchanged, changed, failed; unserved_answered, unserved_failed where no version served yet)",
             m.shadow_parents.clone(),
+        );
+        r.register(
+            "shadow_run_seconds",
+            "Time of the last shadow run of a new plugin version on every parent",
+            m.shadow_seconds.clone(),
         );
         r.register(
             "plugin_fetches",
@@ -382,13 +391,26 @@ impl Metrics {
         let _ = self.in_flight.get_or_create(label);
     }
 
-    /// A shadow run of a new version of `binding` compared its answers:
-    /// `unchanged`, `changed` and `failed` parents.
-    pub fn record_shadow(&self, binding: &str, unchanged: u64, changed: u64, failed: u64) {
+    /// A shadow run of a new version of `binding` ended after `took`: its
+    /// parents by outcome.
+    pub fn record_shadow(
+        &self,
+        binding: &str,
+        report: &super::rollout::ShadowReport,
+        took: Duration,
+    ) {
+        self.shadow_seconds
+            .get_or_create(&label(binding))
+            .set(took.as_secs_f64());
         for (outcome, count) in [
-            ("unchanged", unchanged),
-            ("changed", changed),
-            ("failed", failed),
+            ("unchanged", report.unchanged),
+            ("changed", report.changed),
+            ("failed", report.failed),
+            (
+                "unserved_answered",
+                report.unserved - report.unserved_failed,
+            ),
+            ("unserved_failed", report.unserved_failed),
         ] {
             self.shadow_parents
                 .get_or_create(&OutcomeLabels {
@@ -442,6 +464,7 @@ impl Metrics {
             plugin_loads: count(&self.plugin_loads),
             plugin_swaps: count(&self.plugin_swaps),
             plugin_load_failures: count(&self.plugin_load_failures),
+            last_shadow_seconds: self.shadow_seconds.get_or_create(&label).get(),
         }
     }
 }

@@ -20,11 +20,13 @@ pub mod leader;
 pub mod ledger;
 pub mod metrics;
 pub mod names;
+pub mod offline;
 pub mod readiness;
 pub mod reconcile;
 pub mod rollout;
 pub mod shard;
 pub mod status;
+pub mod watches;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use super::binding::BindingSpec;
 use super::context::{BindingContext, object_key};
 use super::reconcile::{checked_intents, request};
+use super::watches::same_parent;
 use crate::runtime::ReconcilerPlugin;
 
 /// Plugin calls of a shadow run at once (each pair: running and new).
@@ -103,7 +104,8 @@ impl Default for RolloutSpec {
 /// What a shadow run found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ShadowReport {
-    /// Parents both versions answered.
+    /// Parents a running version answers (or fails on), where the new
+    /// version was compared with it.
     pub compared: u64,
     /// Parents the new version answers as the running one does.
     pub unchanged: u64,
@@ -111,6 +113,11 @@ pub struct ShadowReport {
     pub changed: u64,
     /// Parents on which the new version fails and the running one does not.
     pub failed: u64,
+    /// Parents no running version serves (a first version, or one for
+    /// another parent kind): nothing to compare with.
+    pub unserved: u64,
+    /// Of those, parents on which the new version fails.
+    pub unserved_failed: u64,
     /// Up to three failing parents, with the new version's error.
     pub examples: Vec<(String, String)>,
 }
@@ -118,25 +125,48 @@ pub struct ShadowReport {
 impl ShadowReport {
     /// One line for Events: the counts.
     pub fn summary(&self) -> String {
-        format!(
+        let served = format!(
             "shadow run on {} parents: {} unchanged, {} changed, {} failed",
             self.compared, self.unchanged, self.changed, self.failed
-        )
+        );
+        let unserved = format!(
+            "{} parents no version served yet: {} answered, {} failed",
+            self.unserved,
+            self.unserved - self.unserved_failed,
+            self.unserved_failed
+        );
+        match (self.compared, self.unserved) {
+            (_, 0) => served,
+            (0, _) => format!("shadow run on {unserved}"),
+            _ => format!("{served}; {unserved}"),
+        }
+    }
+
+    /// Up to three failing parents with their errors, in words.
+    fn examples(&self) -> String {
+        let examples: Vec<String> = self
+            .examples
+            .iter()
+            .map(|(parent, error)| format!("{parent}: {error}"))
+            .collect();
+        examples.join("; ")
     }
 
     /// Why the new version may not serve under `rollout`, if it may not.
     pub fn refusal(&self, rollout: &RolloutSpec) -> Option<String> {
         if self.failed > rollout.max_failures {
-            let examples: Vec<String> = self
-                .examples
-                .iter()
-                .map(|(parent, error)| format!("{parent}: {error}"))
-                .collect();
             return Some(format!(
                 "{}; the new version fails where the running one succeeds (at most {} allowed), e.g. {}",
                 self.summary(),
                 rollout.max_failures,
-                examples.join("; ")
+                self.examples()
+            ));
+        }
+        if self.unserved > 0 && self.unserved_failed == self.unserved {
+            return Some(format!(
+                "{}; the new version fails on every parent, e.g. {}",
+                self.summary(),
+                self.examples()
             ));
         }
         if let Some(threshold) = rollout.max_changed_parents
@@ -153,16 +183,57 @@ impl ShadowReport {
         }
         None
     }
+
+    /// Count one parent: the running version's answer, if one serves it,
+    /// and the new version's.
+    fn count(&mut self, parent: String, running: Option<Answer>, candidate: Answer) {
+        match (running, candidate) {
+            // Both fail: nothing to compare; the new version is no worse.
+            (Some(Err(_)), Err(_)) => {}
+            (Some(Ok(_)), Err(error)) => {
+                self.compared += 1;
+                self.failed += 1;
+                self.example(parent, error);
+            }
+            (Some(Err(_)), Ok(_)) => {
+                self.compared += 1;
+                self.changed += 1;
+            }
+            (Some(Ok(running)), Ok(candidate)) => {
+                self.compared += 1;
+                if running == candidate {
+                    self.unchanged += 1;
+                } else {
+                    self.changed += 1;
+                }
+            }
+            (None, Ok(_)) => self.unserved += 1,
+            (None, Err(error)) => {
+                self.unserved += 1;
+                self.unserved_failed += 1;
+                self.example(parent, error);
+            }
+        }
+    }
+
+    fn example(&mut self, parent: String, error: String) {
+        if self.examples.len() < EXAMPLES {
+            self.examples.push((parent, error));
+        }
+    }
 }
+
+/// One version's answer for one parent, or why it failed.
+pub type Answer = Result<Value, String>;
 
 /// The answer of one version for one parent, comparable across versions:
 /// the children as they would be applied, the status and the conditions.
-async fn answer(
+pub async fn answer(
     ctx: &BindingContext,
     parent: &DynamicObject,
     plugin: &Arc<ReconcilerPlugin>,
     spec: &BindingSpec,
-) -> Result<Value, String> {
+) -> Answer {
     let request = request(ctx, parent, spec, Trigger::Resync);
     let response = plugin
         .reconcile(request, spec.call_limits())
@@ -182,60 +253,45 @@ async fn answer(
     }))
 }
 
-/// One parent: its key, and the running and the new version's answers.
-type Compared = (String, Result<Value, String>, Result<Value, String>);
-
-/// Run `new` (with `new_spec`) beside the running version on every parent
-/// of `ctx`'s cache that this replica reconciles.
+/// Run `new` (with `new_spec`) on every parent of `candidate`'s caches
+/// that this replica reconciles, beside the version `running` serves (if
+/// any: the same context when the watches did not change); the running
+/// version answers from its own caches.
 pub async fn shadow_run(
-    ctx: &BindingContext,
+    candidate: &BindingContext,
     new: &Arc<ReconcilerPlugin>,
     new_spec: &BindingSpec,
+    running: Option<&BindingContext>,
 ) -> ShadowReport {
-    let current = ctx.current();
-    let parents: Vec<Arc<DynamicObject>> = ctx
+    let parents: Vec<Arc<DynamicObject>> = candidate
         .parents
         .state()
         .into_iter()
-        .filter(|p| ctx.shared.options.shard.owns(&object_key(p)))
+        .filter(|p| candidate.shared.options.shard.owns(&object_key(p)))
         .collect();
-    let outcomes: Vec<Compared> = futures::stream::iter(parents)
-        .map(|parent| {
-            let current = current.clone();
-            async move {
-                let running = answer(ctx, &parent, &current.plugin, &current.spec).await;
-                let candidate = answer(ctx, &parent, new, new_spec).await;
-                (object_key(&parent), running, candidate)
-            }
+    let outcomes: Vec<(String, Option<Answer>, Answer)> = futures::stream::iter(parents)
+        .map(|parent| async move {
+            let baseline = match running {
+                Some(ctx) if ctx.spec.parent.same_kind(&new_spec.parent) => {
+                    let current = ctx.current();
+                    match same_parent(ctx, &parent) {
+                        Some(served) => {
+                            Some(answer(ctx, &served, &current.plugin, &current.spec).await)
+                        }
+                        None => None,
+                    }
+                }
+                _ => None,
+            };
+            let candidate = answer(candidate, &parent, new, new_spec).await;
+            (object_key(&parent), baseline, candidate)
         })
         .buffer_unordered(CONCURRENCY)
         .collect()
         .await;
     let mut report = ShadowReport::default();
     for (parent, running, candidate) in outcomes {
-        match (running, candidate) {
-            // Both fail: nothing to compare; the new version is no worse.
-            (Err(_), Err(_)) => {}
-            (Ok(_), Err(error)) => {
-                report.compared += 1;
-                report.failed += 1;
-                if report.examples.len() < EXAMPLES {
-                    report.examples.push((parent, error));
-                }
-            }
-            (Err(_), Ok(_)) => {
-                report.compared += 1;
-                report.changed += 1;
-            }
-            (Ok(running), Ok(candidate)) => {
-                report.compared += 1;
-                if running == candidate {
-                    report.unchanged += 1;
-                } else {
-                    report.changed += 1;
-                }
-            }
-        }
+        report.count(parent, running, candidate);
     }
     report.examples.sort();
     report
@@ -272,6 +328,7 @@ mod tests {
             changed: 0,
             failed: 1,
             examples: vec![("default/w-17".into(), "plugin trapped: boom".into())],
+            ..ShadowReport::default()
         };
         let refusal = report.refusal(&RolloutSpec::default()).unwrap();
         assert!(refusal.contains("shadow run on 50 parents: 49 unchanged, 0 changed, 1 failed"));
@@ -301,5 +358,51 @@ mod tests {
                 .contains("maxChangedParents (2)")
         );
         assert_eq!(changes.refusal(&RolloutSpec::default()), None);
+    }
+
+    #[test]
+    fn parents_are_counted_against_the_running_answer() {
+        let mut report = ShadowReport::default();
+        let same = || Ok(json!({"children": []}));
+        report.count("a".into(), Some(same()), same());
+        report.count("b".into(), Some(same()), Ok(json!({"children": [1]})));
+        report.count("c".into(), Some(same()), Err("trapped".into()));
+        report.count("d".into(), Some(Err("old".into())), Err("new".into()));
+        report.count("e".into(), Some(Err("old".into())), same());
+        assert_eq!(
+            (
+                report.compared,
+                report.unchanged,
+                report.changed,
+                report.failed
+            ),
+            (4, 1, 2, 1),
+            "both failing is no regression; a fix is a change"
+        );
+        assert_eq!(report.examples, vec![("c".into(), "trapped".into())]);
+        assert_eq!(report.unserved, 0);
+    }
+
+    #[test]
+    fn a_first_version_is_refused_only_when_it_fails_on_every_parent() {
+        let mut first = ShadowReport::default();
+        first.count("default/a".into(), None, Err("plugin trapped: boom".into()));
+        first.count("default/b".into(), None, Err("plugin trapped: boom".into()));
+        let refusal = first.refusal(&RolloutSpec::default()).unwrap();
+        assert!(
+            refusal.starts_with("shadow run on 2 parents no version served yet: 0 answered, 2 failed; the new version fails on every parent, e.g. default/a: plugin trapped: boom"),
+            "{refusal}"
+        );
+        first.count("default/c".into(), None, Ok(json!({})));
+        assert_eq!(first.refusal(&RolloutSpec::default()), None);
+        assert_eq!(
+            first.summary(),
+            "shadow run on 3 parents no version served yet: 1 answered, 2 failed"
+        );
+        // No parents at all: nothing to refuse on.
+        assert_eq!(
+            ShadowReport::default().refusal(&RolloutSpec::default()),
+            None
+        );
     }
 }

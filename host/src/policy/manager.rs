@@ -16,7 +16,7 @@ use kube::runtime::events::Reporter;
 use super::binding::{
     self, DIGEST_ANNOTATION, POLICY_KEY, POLICY_LABEL, PolicyBinding, PolicySpec,
 };
-use super::{LoadedPolicy, Policies};
+use super::{LoadedPolicy, Policies, shadow};
 use crate::binding::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
 use crate::binding::source::{FetchSettings, Fetcher, SourceSpec};
 use crate::recorder::Recorder;
@@ -90,6 +90,17 @@ pub struct Ready {
     spec: PolicySpec,
     plugin: Arc<PolicyPlugin>,
     source: Option<String>,
+    /// What its shadow run on recent reviews found, if it had one.
+    shadow: Option<String>,
+}
+
+impl Manager {
+    /// The version of policy `name` that ConfigMap `cm_name` has in service.
+    fn running(&self, cm_name: &str, name: &str) -> Option<Arc<LoadedPolicy>> {
+        self.policies
+            .get(name)
+            .filter(|policy| policy.config_map == cm_name)
+    }
 }
 
 impl Lifecycle for Manager {
@@ -134,11 +145,12 @@ impl Lifecycle for Manager {
 
     fn prepare(
         &self,
-        _cm_name: &str,
+        cm_name: &str,
         spec: Arc<PolicySpec>,
         plugin: PendingPlugin,
     ) -> impl Future<Output = Result<Ready, Refusal>> + Send + 'static {
         let (client, runtime) = (self.client.clone(), self.runtime.clone());
+        let running = self.running(cm_name, &spec.name);
         async move {
             let mut spec = PolicySpec::clone(&spec);
             binding::resolve_kinds(&client, &mut spec.rules)
@@ -160,10 +172,21 @@ impl Lifecycle for Manager {
             .await
             .map_err(|e| Refusal::new("PolicyLoadFailed", e.to_string()))?;
             let plugin = loaded.map_err(|(reason, message)| Refusal::new(reason, message))?;
+            let shadow = match running {
+                Some(running) => {
+                    let report = shadow::shadow_reviews(&running, &plugin, &binding.spec).await;
+                    if let Some(why) = report.refusal() {
+                        return Err(Refusal::new("ShadowRunFailed", why));
+                    }
+                    Some(report.summary())
+                }
+                None => None,
+            };
             Ok(Ready {
                 spec: binding.spec,
                 plugin,
                 source,
+                shadow,
             })
         }
     }
@@ -173,15 +196,21 @@ impl Lifecycle for Manager {
             spec,
             plugin,
             source,
+            shadow,
         } = ready;
         let name = spec.name.clone();
         let digest = plugin.digest().to_string();
         let spec = Arc::new(spec);
+        let recent = self
+            .running(cm_name, &name)
+            .map(|running| running.recent.clone())
+            .unwrap_or_default();
         // Atomic swap: evaluations in flight keep the version they started with.
         self.policies.insert(LoadedPolicy {
             spec: spec.clone(),
             plugin,
             config_map: cm_name.to_string(),
+            recent,
         });
         if let Some(old) = self.active.insert(cm_name.to_string(), name.clone())
             && old != name
@@ -195,9 +224,10 @@ impl Lifecycle for Manager {
             .unwrap_or_default();
         Ok(Installed {
             message: format!(
-                "policy {name} sha256:{digest}{from} in service ({} mode{})",
+                "policy {name} sha256:{digest}{from} in service ({} mode{}){}",
                 spec.mode.as_str(),
-                if spec.mutating { ", mutating" } else { "" }
+                if spec.mutating { ", mutating" } else { "" },
+                shadow.map(|s| format!(" ({s})")).unwrap_or_default()
             ),
             digest,
             source,

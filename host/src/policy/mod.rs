@@ -12,8 +12,10 @@ pub mod binding;
 pub mod guardrails;
 pub mod manager;
 pub mod metrics;
+pub mod recent;
 pub mod review;
 pub mod server;
+pub mod shadow;
 pub mod sync;
 pub mod tls;
 
@@ -39,6 +41,9 @@ pub struct LoadedPolicy {
     pub plugin: Arc<PolicyPlugin>,
     /// The ConfigMap that holds the binding.
     pub config_map: String,
+    /// The requests it judged last (shared with the versions before and
+    /// after it), for trying a new version on.
+    pub recent: recent::RecentReviews,
 }
 
 impl std::fmt::Debug for LoadedPolicy {
@@ -47,7 +52,7 @@ impl std::fmt::Debug for LoadedPolicy {
             .field("name", &self.spec.name)
             .field("digest", &self.plugin.digest())
             .field("config_map", &self.config_map)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -59,6 +64,7 @@ impl LoadedPolicy {
     pub async fn evaluate(&self, request: Value, metrics: &PolicyMetrics) -> Decision {
         let spec = &self.spec;
         let started = Instant::now();
+        self.recent.record(&request);
         let admission = AdmissionRequest {
             request: request.clone(),
             settings: spec.settings.clone(),

@@ -45,6 +45,7 @@ pub fn load(runtime: &Runtime, plugin: &str, policy_yaml: &str) -> LoadedPolicy 
         spec: Arc::new(binding.spec),
         plugin,
         config_map: "test".into(),
+        recent: gantry::policy::recent::RecentReviews::default(),
     }
 }
 
