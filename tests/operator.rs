@@ -747,3 +747,52 @@ async fn requeue_after_from_the_plugin_is_honoured_without_writes(backend: Backe
     );
     env.stop().await;
 }
+
+/// `resyncSeconds: 0` turns the periodic resync off: a converged parent
+/// is not reconciled again until something changes.
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resync_seconds_zero_turns_resync_off(backend: Backend) {
+    let env = Env::start(backend).await;
+    env.apply(widget_crd("Widget", "widgets", true)).await;
+    gantry::dev::wait_for_crd(&env.client, "widgets.test.gantry.dev")
+        .await
+        .unwrap();
+    env.apply(json!({"apiVersion": "test.gantry.dev/v1", "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "default"}, "spec": {}}))
+        .await;
+    let hostile = example_plugin("hostile").unwrap();
+    let bind = |resync: u64| {
+        hostile_binding(
+            "widgets",
+            "test.gantry.dev/v1 Widget",
+            &["v1 ConfigMap"],
+            &json!({"behaviour": "ok"}),
+            &format!("resyncSeconds: {resync}\n"),
+        )
+    };
+    let reconciles = || env.metrics.binding("widgets").reconciles;
+    let quiet = Duration::from_millis(2500);
+
+    // Every second: the count grows.
+    env.bind("widgets", &bind(1), &hostile).await;
+    eventually("a first reconcile", || async {
+        (reconciles() > 0).then_some(())
+    })
+    .await;
+    let before = reconciles();
+    tokio::time::sleep(quiet).await;
+    assert!(reconciles() >= before + 2, "resyncSeconds: 1 resyncs");
+
+    // Never: the count stands still once the new controller has begun.
+    env.bind("widgets", &bind(0), &hostile).await;
+    eventually("the version without resync in service", || async {
+        (env.metrics.binding("widgets").plugin_loads >= 2).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = reconciles();
+    tokio::time::sleep(quiet).await;
+    assert_eq!(reconciles(), before, "resyncSeconds: 0 still resyncs");
+    env.stop().await;
+}

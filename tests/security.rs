@@ -14,6 +14,9 @@ use kube::Api;
 use kube::api::DeleteParams;
 use serde_json::{Value, json};
 
+/// Rollout settings of a version meant to fail.
+const NO_SHADOW: &str = "rollout: {shadow: false}\n";
+
 async fn env_with(backend: Backend, crds: &[Value]) -> Env {
     let env = Env::start(backend).await;
     for crd in crds {
@@ -88,7 +91,9 @@ async fn a_plugin_cannot_create_a_binding(backend: Backend) {
             "test.gantry.dev/v1 Widget",
             &["v1 ConfigMap"],
             &config,
-            "",
+            // Meant to fail on every parent: without this, the first
+            // version would be refused by its shadow run.
+            NO_SHADOW,
         ),
     )
     .await;
@@ -123,7 +128,9 @@ async fn no_child_lands_in_the_operators_namespace(backend: Backend) {
             "test.gantry.dev/v1 Plan",
             &["v1 ConfigMap"],
             &config,
-            "",
+            // Meant to fail on every parent: without this, the first
+            // version would be refused by its shadow run.
+            NO_SHADOW,
         ),
     )
     .await;
@@ -224,7 +231,9 @@ async fn too_many_conditions_are_a_contract_violation(backend: Backend) {
             "test.gantry.dev/v1 Widget",
             &["v1 ConfigMap"],
             &config,
-            "",
+            // Meant to fail on every parent: without this, the first
+            // version would be refused by its shadow run.
+            NO_SHADOW,
         ),
     )
     .await;

@@ -112,9 +112,18 @@ pub struct BindingSpec {
     /// Resource limits of a call.
     #[serde(default)]
     pub limits: LimitsSpec,
-    /// Seconds between resyncs of each parent.
+    /// Seconds between resyncs of each parent; 0: none (a parent is
+    /// reconciled only when it, its children or its related objects change,
+    /// or when the plugin asks for a requeue).
     #[serde(default = "default_resync")]
     pub resync_seconds: u64,
+    /// Reconciles of this binding at once (default and ceiling: the
+    /// operator's `--concurrency`).
+    #[serde(default)]
+    pub max_concurrent_reconciles: Option<u16>,
+    /// Retry delays after a failure (default: the operator's).
+    #[serde(default)]
+    pub backoff: Option<BackoffSpec>,
     /// Free-form config passed to the plugin.
     #[serde(default)]
     pub config: Value,
@@ -140,15 +149,26 @@ fn default_resync() -> u64 {
     300
 }
 
+/// Retry delays of a binding after a failed reconcile: `baseMs` doubled
+/// per consecutive failure up to `maxMs`, with ±20% jitter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BackoffSpec {
+    /// The first retry delay, in milliseconds.
+    pub base_ms: u64,
+    /// The longest retry delay, in milliseconds.
+    pub max_ms: u64,
+}
+
 impl BindingSpec {
     /// The call limits: the binding's, defaults elsewhere.
     pub fn call_limits(&self) -> Limits {
         self.limits.call_limits()
     }
 
-    /// Resync period.
-    pub fn resync(&self) -> Duration {
-        Duration::from_secs(self.resync_seconds)
+    /// Resync period; `None`: no resync.
+    pub fn resync(&self) -> Option<Duration> {
+        (self.resync_seconds > 0).then(|| Duration::from_secs(self.resync_seconds))
     }
 
     /// The finalizer the host adds when the binding finalizes.
@@ -167,7 +187,8 @@ impl BindingSpec {
     }
 
     /// Whether `other` differs only in what can be swapped without
-    /// restarting watches (plugin, config, limits).
+    /// restarting watches and the controller (plugin, config, limits,
+    /// backoff, rollout).
     pub fn same_watches(&self, other: &BindingSpec) -> bool {
         self.name == other.name
             && self.parent == other.parent
@@ -175,6 +196,7 @@ impl BindingSpec {
             && self.related == other.related
             && self.finalize == other.finalize
             && self.resync_seconds == other.resync_seconds
+            && self.max_concurrent_reconciles == other.max_concurrent_reconciles
     }
 }
 
@@ -305,8 +327,16 @@ pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
             ));
         }
     }
-    if spec.resync_seconds == 0 {
-        return Err(field("resyncSeconds", "must be at least 1"));
+    if spec.max_concurrent_reconciles == Some(0) {
+        return Err(field("maxConcurrentReconciles", "must be at least 1"));
+    }
+    if let Some(backoff) = spec.backoff
+        && (backoff.base_ms == 0 || backoff.max_ms < backoff.base_ms)
+    {
+        return Err(field(
+            "backoff",
+            "baseMs must be at least 1 and maxMs at least baseMs",
+        ));
     }
     spec.limits
         .check()
@@ -360,10 +390,45 @@ mod tests {
     fn parses_a_minimal_binding_with_defaults() {
         let spec = parse_spec(SPEC).unwrap();
         assert_eq!(spec.parent.kind, "Memcached");
-        assert_eq!(spec.resync(), Duration::from_mins(5));
+        assert_eq!(spec.resync(), Some(Duration::from_mins(5)));
         assert_eq!(spec.call_limits(), Limits::default());
         assert_eq!(spec.field_manager(), "gantry/memcached");
         assert_eq!(spec.finalizer(), "gantry.dev/memcached");
+    }
+
+    #[test]
+    fn per_binding_knobs_parse_and_are_checked() {
+        let spec = parse_spec(&format!(
+            "{SPEC}maxConcurrentReconciles: 2\nbackoff: {{baseMs: 100, maxMs: 1000}}\nresyncSeconds: 0\n"
+        ))
+        .unwrap();
+        assert_eq!(spec.max_concurrent_reconciles, Some(2));
+        assert_eq!(
+            spec.backoff,
+            Some(BackoffSpec {
+                base_ms: 100,
+                max_ms: 1000
+            })
+        );
+        assert_eq!(spec.resync(), None, "resyncSeconds: 0 turns resync off");
+        let zero = parse_spec(&format!("{SPEC}maxConcurrentReconciles: 0\n")).unwrap_err();
+        assert!(
+            zero.to_string()
+                .contains("maxConcurrentReconciles: must be at least 1"),
+            "{zero}"
+        );
+        let inverted =
+            parse_spec(&format!("{SPEC}backoff: {{baseMs: 100, maxMs: 10}}\n")).unwrap_err();
+        assert!(inverted.to_string().contains("backoff: "), "{inverted}");
+        let mut other = spec.clone();
+        other.max_concurrent_reconciles = Some(3);
+        assert!(
+            !spec.same_watches(&other),
+            "a new bound restarts the controller"
+        );
+        other = spec.clone();
+        other.backoff = None;
+        assert!(spec.same_watches(&other), "backoff is swapped in place");
     }
 
     #[test]

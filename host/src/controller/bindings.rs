@@ -423,7 +423,11 @@ impl Bindings {
             rx.recv().await.map(|()| ((), rx))
         });
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let concurrency = u16::try_from(self.shared.options.concurrency).unwrap_or(u16::MAX);
+        // The binding's own bound, under the operator's.
+        let ceiling = u16::try_from(self.shared.options.concurrency).unwrap_or(u16::MAX);
+        let concurrency = spec
+            .max_concurrent_reconciles
+            .map_or(ceiling, |n| n.min(ceiling));
         let name = spec.name.clone();
         let run = controller
             .with_config(ControllerConfig::default().concurrency(concurrency))

@@ -159,10 +159,10 @@ async fn reconcile_inner(
         return Ok(Action::await_change());
     }
     ctx.requested_requeue(&key, response.requeue_after.is_some());
-    Ok(Action::requeue(requeue_delay(
-        response.requeue_after,
-        spec.resync(),
-    )))
+    Ok(match requeue_delay(response.requeue_after, spec.resync()) {
+        Some(delay) => Action::requeue(delay),
+        None => Action::await_change(),
+    })
 }
 
 /// The request the plugin of `spec` gets for `parent`: observed children and
@@ -238,8 +238,8 @@ pub const MIN_REQUEUE: Duration = Duration::from_secs(1);
 
 /// When to reconcile again: the plugin's wish, no sooner than
 /// [`MIN_REQUEUE`], or the resync.
-pub fn requeue_delay(requested: Option<Duration>, resync: Duration) -> Duration {
-    requested.map_or(resync, |d| d.max(MIN_REQUEUE))
+pub fn requeue_delay(requested: Option<Duration>, resync: Option<Duration>) -> Option<Duration> {
+    requested.map(|d| d.max(MIN_REQUEUE)).or(resync)
 }
 
 /// Run the guardrails on the blocking pool: up to the output cap of JSON to
@@ -415,20 +415,31 @@ pub fn error_policy(
     ctx: Arc<BindingContext>,
 ) -> Action {
     let failures = ctx.with_state(&object_key(&parent), |s| s.failures());
+    let spec = ctx.current().spec.clone();
     if !error.retryable() {
-        return Action::requeue(ctx.current().spec.resync());
+        return spec
+            .resync()
+            .map_or_else(Action::await_change, Action::requeue);
     }
-    Action::requeue(backoff(&ctx.shared.options, failures))
+    let (base, max) = match spec.backoff {
+        Some(b) => (
+            Duration::from_millis(b.base_ms),
+            Duration::from_millis(b.max_ms),
+        ),
+        None => (
+            ctx.shared.options.backoff_base,
+            ctx.shared.options.backoff_max,
+        ),
+    };
+    Action::requeue(backoff(base, max, failures))
 }
 
-/// Delay before retry number `failures` (1-based): base × 2^(n-1), capped,
-/// with ±20% jitter so parents failing together do not retry together.
-pub fn backoff(options: &super::OperatorOptions, failures: u32) -> Duration {
+/// Delay before retry number `failures` (1-based): `base` × 2^(n-1), up to
+/// `max`, with ±20% jitter so parents failing together do not retry
+/// together.
+pub fn backoff(base: Duration, max: Duration, failures: u32) -> Duration {
     let exponent = failures.saturating_sub(1).min(20);
-    let delay = options
-        .backoff_base
-        .saturating_mul(1 << exponent)
-        .min(options.backoff_max);
+    let delay = base.saturating_mul(1 << exponent).min(max);
     delay.mul_f64(0.8 + fastrand::f64() * 0.4)
 }
 
@@ -456,11 +467,20 @@ mod tests {
     #[test]
     fn requeues_come_no_sooner_than_the_floor() {
         let resync = Duration::from_mins(5);
-        assert_eq!(requeue_delay(None, resync), resync);
-        assert_eq!(requeue_delay(Some(Duration::ZERO), resync), MIN_REQUEUE);
+        assert_eq!(requeue_delay(None, Some(resync)), Some(resync));
         assert_eq!(
-            requeue_delay(Some(Duration::from_secs(5)), resync),
-            Duration::from_secs(5)
+            requeue_delay(Some(Duration::ZERO), Some(resync)),
+            Some(MIN_REQUEUE)
+        );
+        // Without a resync, only a requested requeue comes back.
+        assert_eq!(requeue_delay(None, None), None);
+        assert_eq!(
+            requeue_delay(Some(Duration::from_secs(7)), None),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            requeue_delay(Some(Duration::from_secs(5)), Some(resync)),
+            Some(Duration::from_secs(5))
         );
     }
 }

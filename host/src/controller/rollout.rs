@@ -136,6 +136,7 @@ impl ShadowReport {
             self.unserved_failed
         );
         match (self.compared, self.unserved) {
+            (0, 0) => "shadow run: no parents yet".into(),
             (_, 0) => served,
             (0, _) => format!("shadow run on {unserved}"),
             _ => format!("{served}; {unserved}"),
@@ -188,8 +189,16 @@ impl ShadowReport {
     /// and the new version's.
     fn count(&mut self, parent: String, running: Option<Answer>, candidate: Answer) {
         match (running, candidate) {
-            // Both fail: nothing to compare; the new version is no worse.
-            (Some(Err(_)), Err(_)) => {}
+            // Both fail: no worse, but a changed error changes the
+            // parent's Synced condition.
+            (Some(Err(before)), Err(after)) => {
+                self.compared += 1;
+                if before == after {
+                    self.unchanged += 1;
+                } else {
+                    self.changed += 1;
+                }
+            }
             (Some(Ok(_)), Err(error)) => {
                 self.compared += 1;
                 self.failed += 1;
