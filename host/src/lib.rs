@@ -20,6 +20,7 @@
 //! - [`manifest`]: reading objects and values from YAML or JSON files.
 //! - [`cli`]: the `gantry` command line, a leaf: nothing else imports it.
 
+pub mod api_client;
 pub mod bench;
 pub mod binding;
 pub mod cli;

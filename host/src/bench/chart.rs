@@ -87,7 +87,11 @@ pub fn convergence(report: &ConvergeReport, path: &Path) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let end = report.timeline.last().map_or(1.0, |p| p.0).max(0.1);
+    let end = report
+        .timelines
+        .iter()
+        .filter_map(|t| t.points.last().map(|p| p.0))
+        .fold(0.1, f64::max);
     let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
     root.fill(&WHITE).map_err(draw_error)?;
     let mut chart = ChartBuilder::on(&root)
@@ -112,11 +116,23 @@ pub fn convergence(report: &ConvergeReport, path: &Path) -> anyhow::Result<()> {
         .y_desc("parents Synced, observedGeneration current")
         .draw()
         .map_err(draw_error)?;
+    for (timeline, color) in report.timelines.iter().zip(COLORS.iter().cycle()) {
+        chart
+            .draw_series(LineSeries::new(
+                timeline.points.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(draw_error)?
+            .label(timeline.implementation.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
     chart
-        .draw_series(LineSeries::new(
-            report.timeline.iter().copied(),
-            COLORS[0].stroke_width(2),
-        ))
+        .configure_series_labels()
+        .background_style(WHITE)
+        .border_style(BLACK)
+        .draw()
         .map_err(draw_error)?;
     root.present().map_err(draw_error)?;
     Ok(())

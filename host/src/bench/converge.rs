@@ -1,35 +1,35 @@
 //! `gantry bench converge`: N `Fanout` parents with K ConfigMap children
-//! each, reconciled by the operator running in this process against an API
-//! server: by default `gantry apiserver` started as a child process (so the
-//! two have separate peak RSS), or any cluster through a kubeconfig.
+//! each, reconciled by an operator against an API server: by default `gantry
+//! apiserver` started as a child process, or any cluster through a
+//! kubeconfig. Gantry runs as `gantry run`, and with `--peer
+//! controller-runtime` the controller-runtime peer runs the same plan after
+//! it, in a namespace of its own; both are child processes measured the same
+//! way (see [`contender`](super::contender)).
 //!
 //! Phases: create every parent and wait until each is `Synced` with its
 //! `observedGeneration` current; then wait for a resync of every parent with
 //! nothing changed (its writes must be 0); then change every parent's spec
-//! and wait again. The operator's API writes are counted by a layer on its
-//! own client, so the driver's writes (creating and changing parents) are
-//! not among them.
+//! and wait again. Gantry then gets a fourth: a new version of its plugin is
+//! shadow-run on every parent before it serves. Writes are the operator's
+//! own (from its metrics), so the driver's writes (creating and changing
+//! parents) are not among them.
 
 use std::fmt::Write as _; // `write!` to a `String` cannot fail.
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
 };
-use kube::client::ConfigExt;
 use serde_json::{Value, json};
 
-use crate::controller::{Metrics, OperatorOptions, run_operator};
-use crate::runtime::Runtime;
+use super::contender::{Contender, Counters, Implementation, Launch, sum};
 
-/// Namespace of the bench's binding, and of its parents.
-pub const NAMESPACE: &str = "default";
+/// Namespace of the bench's binding.
 const BINDINGS: &str = "gantry-system";
 
 /// What to run.
@@ -39,28 +39,33 @@ pub struct ConvergePlan {
     pub parents: usize,
     /// ConfigMaps per parent.
     pub children_per_parent: u32,
-    /// Reconciles at once (`gantry run --concurrency`).
+    /// Reconciles at once (`gantry run --concurrency`, the peer's
+    /// `MaxConcurrentReconciles`).
     pub concurrency: usize,
-    /// The binding's resync period: the no-change phase waits for one.
+    /// The resync period: the no-change phase waits for one.
     pub resync: Duration,
     /// Give up on a phase after this long.
     pub phase_timeout: Duration,
-    /// Percentage of plugin calls that trap.
+    /// Percentage of Gantry's plugin calls that trap.
     pub trap_percent: u8,
     /// A cluster to use instead of starting `gantry apiserver`.
     pub kubeconfig: Option<PathBuf>,
-    /// The `gantry` binary that serves `gantry apiserver`.
+    /// The `gantry` binary (`gantry apiserver`, `gantry run`).
     pub gantry: PathBuf,
     /// The fanout component.
     pub plugin: Vec<u8>,
+    /// The controller-runtime peer's binary, to run after Gantry.
+    pub peer: Option<PathBuf>,
 }
 
-/// One phase's numbers.
+/// One phase of one implementation.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Phase {
-    /// `converge`, `resync` or `spec-change`.
-    pub name: String,
-    /// Wall time of the phase.
+pub struct Run {
+    /// `gantry` or `controller-runtime`.
+    pub implementation: String,
+    /// `converge`, `resync`, `spec-change` or `shadow`.
+    pub phase: String,
+    /// Wall time of the phase (for `shadow`: of the shadow run).
     pub seconds: f64,
     /// API writes by the operator during the phase.
     pub writes: u64,
@@ -68,6 +73,19 @@ pub struct Phase {
     pub writes_per_child: f64,
     /// Reconciles during the phase.
     pub reconciles: u64,
+    /// CPU time of the operator process during the phase.
+    pub cpu_seconds: Option<f64>,
+    /// Peak RSS of the operator process at the end of the phase, bytes.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// Parents converged over time, for one implementation.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Timeline {
+    /// Whose.
+    pub implementation: String,
+    /// (seconds since the first parent was created, parents converged).
+    pub points: Vec<(f64, usize)>,
 }
 
 /// Everything measured.
@@ -77,16 +95,12 @@ pub struct ConvergeReport {
     pub parents: usize,
     /// Children per parent.
     pub children_per_parent: u32,
-    /// Seconds the driver took to create the parents.
-    pub create_seconds: f64,
-    /// The phases in order.
-    pub phases: Vec<Phase>,
-    /// Peak RSS of this process (operator and driver), bytes.
-    pub operator_peak_rss: Option<u64>,
+    /// Every phase of every implementation, in order.
+    pub runs: Vec<Run>,
     /// Peak RSS of the API server process, bytes (none for a given cluster).
     pub apiserver_peak_rss: Option<u64>,
-    /// (seconds since the start, parents converged) during `converge`.
-    pub timeline: Vec<(f64, usize)>,
+    /// The `converge` phase of each implementation.
+    pub timelines: Vec<Timeline>,
 }
 
 /// Peak resident set size of process `pid` (`self` for this one), from
@@ -96,28 +110,6 @@ pub fn peak_rss(pid: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
-}
-
-/// A kube client that counts the requests it sends other than reads.
-fn counting_client(config: &kube::Config, writes: Arc<AtomicU64>) -> anyhow::Result<kube::Client> {
-    let https = config.rustls_https_connector()?;
-    let count =
-        tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
-            if !matches!(request.method().as_str(), "GET" | "HEAD" | "OPTIONS") {
-                writes.fetch_add(1, Ordering::Relaxed);
-            }
-            request
-        });
-    let service = tower::ServiceBuilder::new()
-        .layer(config.base_uri_layer())
-        .option_layer(config.auth_layer()?)
-        .layer(count)
-        .map_err(tower::BoxError::from)
-        .service(
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build(https),
-        );
-    Ok(kube::Client::new(service, config.default_namespace.clone()))
 }
 
 /// `gantry apiserver` as a child process; its kubeconfig in `dir`.
@@ -160,7 +152,7 @@ fn fanout_resource() -> ApiResource {
 }
 
 /// Parents that are `Synced` with `observedGeneration` current and carry
-/// `value`.
+/// `value`. (The peer writes the same condition.)
 async fn converged(parents: &Api<DynamicObject>, value: &str) -> anyhow::Result<usize> {
     let list = parents.list(&ListParams::default()).await?;
     Ok(list
@@ -187,19 +179,19 @@ pub async fn run(plan: &ConvergePlan, progress: impl Fn(&str)) -> anyhow::Result
         Some(_) => None,
         None => Some(ApiServerProcess::start(&plan.gantry, dir.path())?),
     };
-    let kubeconfig_path = plan
+    let kubeconfig = plan
         .kubeconfig
         .clone()
         .or_else(|| server.as_ref().map(|s| s.kubeconfig.clone()))
         .expect("a kubeconfig");
-    let kubeconfig = kube::config::Kubeconfig::read_from(&kubeconfig_path)?;
-    let options = kube::config::KubeConfigOptions::default();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?;
-    let driver = kube::Client::try_from(config.clone())?;
-    let writes = Arc::new(AtomicU64::new(0));
-    let operator_client = counting_client(&config, writes.clone())?;
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(&kubeconfig)?,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await?;
+    let driver = kube::Client::try_from(config)?;
 
-    // The CRD and the binding.
+    // The CRD and Gantry's binding.
     let source = crate::dev::example_dir("fanout");
     for crd in crate::manifest::read_objects(&source.join("crd.yaml"))? {
         crate::dev::apply_object(&driver, &crd).await?;
@@ -217,139 +209,300 @@ pub async fn run(plan: &ConvergePlan, progress: impl Fn(&str)) -> anyhow::Result
     let cm = crate::dev::binding_config_map("fanout", BINDINGS, &binding, &plan.plugin, true)?;
     crate::dev::apply_binding(&driver, &cm).await?;
 
-    // The operator, in this process.
-    let metrics = Arc::new(Metrics::default());
-    let runtime = tokio::task::spawn_blocking(Runtime::with_defaults).await??;
-    let options = OperatorOptions {
-        namespace: BINDINGS.into(),
-        concurrency: plan.concurrency,
-        ..OperatorOptions::default()
+    let bench = Bench {
+        plan,
+        driver: &driver,
+        kubeconfig: &kubeconfig,
+        logs: dir.path(),
+        binding: &binding,
+        progress: &progress,
     };
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let operator = tokio::spawn(run_operator(
-        operator_client,
-        runtime,
-        options,
-        metrics.clone(),
-        async move {
-            let _ = stop_rx.await;
-        },
-    ));
-
-    let parents: Api<DynamicObject> =
-        Api::namespaced_with(driver.clone(), NAMESPACE, &fanout_resource());
-    let children = (plan.parents as f64) * f64::from(plan.children_per_parent);
-    let reconciles = || metrics.binding("fanout").reconciles;
-    // Where the counters stood when a phase began.
-    let mark = || (Instant::now(), writes.load(Ordering::Relaxed), reconciles());
-    let phase = |name: &str, (started, writes_before, reconciles_before): (Instant, u64, u64)| {
-        let phase_writes = writes.load(Ordering::Relaxed) - writes_before;
-        Phase {
-            name: name.into(),
-            seconds: started.elapsed().as_secs_f64(),
-            writes: phase_writes,
-            writes_per_child: phase_writes as f64 / children,
-            reconciles: reconciles() - reconciles_before,
-        }
-    };
-    let mut phases = Vec::new();
-
-    // Phase 1: create and converge.
-    progress(&format!("creating {} parents", plan.parents));
-    let start = mark();
-    every_parent(plan.parents, |name| {
-        let parent = json!({"apiVersion": "bench.gantry.dev/v1", "kind": "Fanout",
-            "metadata": {"name": name, "namespace": NAMESPACE}, "spec": {"value": "v1"}});
-        let parents = parents.clone();
-        async move {
-            parents
-                .patch(
-                    &name,
-                    &PatchParams::apply("gantry-bench").force(),
-                    &Patch::Apply(&parent),
-                )
-                .await
-        }
-    })
-    .await?;
-    let create_seconds = start.0.elapsed().as_secs_f64();
-    progress(&format!("created in {create_seconds:.1}s; converging"));
-    let mut timeline = Vec::new();
-    wait_until(plan, &parents, "v1", start.0, &mut timeline, &progress).await?;
-    phases.push(phase("converge", start));
-
-    // Phase 2: a resync of every parent with nothing changed.
-    progress("waiting for a resync of every parent");
-    let start = mark();
-    while reconciles() < start.2 + plan.parents as u64 {
-        anyhow::ensure!(
-            start.0.elapsed() < plan.phase_timeout + plan.resync,
-            "no full resync within {:?}",
-            plan.phase_timeout + plan.resync
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    phases.push(phase("resync", start));
-
-    // Phase 3: change every parent's spec.
-    progress("changing every parent's spec");
-    let start = mark();
-    every_parent(plan.parents, |name| {
-        let parents = parents.clone();
-        async move {
-            let patch = json!({"spec": {"value": "v2"}});
-            parents
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-        }
-    })
-    .await?;
-    wait_until(plan, &parents, "v2", start.0, &mut Vec::new(), &progress).await?;
-    phases.push(phase("spec-change", start));
-
-    // Phase 4: a new version (the same code under another digest) is
-    // shadow-run on every parent before it serves.
-    progress("pushing a new version: shadow run on every parent");
-    let start = mark();
-    let before = metrics.binding("fanout");
-    let renamed = with_custom_section(&plan.plugin, b"gantry-bench-v2");
-    let cm = crate::dev::binding_config_map("fanout", BINDINGS, &binding, &renamed, true)?;
-    crate::dev::apply_binding(&driver, &cm).await?;
-    loop {
-        let now = metrics.binding("fanout");
-        anyhow::ensure!(
-            now.plugin_load_failures == before.plugin_load_failures,
-            "the new version was refused"
-        );
-        if now.plugin_swaps > before.plugin_swaps {
-            break;
-        }
-        anyhow::ensure!(
-            start.0.elapsed() < plan.phase_timeout,
-            "the new version was not in service within {:?}",
-            plan.phase_timeout
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let mut shadow = phase("shadow", start);
-    shadow.seconds = metrics.binding("fanout").last_shadow_seconds;
-    anyhow::ensure!(shadow.seconds > 0.0, "the new version had no shadow run");
-    phases.push(shadow);
-
-    let _ = stop_tx.send(());
-    operator.await??;
-    let apiserver_peak_rss = server
-        .as_ref()
-        .and_then(|s| peak_rss(&s.child.id().to_string()));
-    Ok(ConvergeReport {
+    let mut report = ConvergeReport {
         parents: plan.parents,
         children_per_parent: plan.children_per_parent,
-        create_seconds,
-        phases,
-        operator_peak_rss: peak_rss("self"),
-        apiserver_peak_rss,
-        timeline,
-    })
+        runs: Vec::new(),
+        apiserver_peak_rss: None,
+        timelines: Vec::new(),
+    };
+    let mut implementations = vec![Implementation::Gantry];
+    if plan.peer.is_some() {
+        implementations.push(Implementation::ControllerRuntime);
+    }
+    for implementation in implementations {
+        let (runs, timeline) = bench.run(implementation).await?;
+        report.runs.extend(runs);
+        report.timelines.push(timeline);
+    }
+    report.apiserver_peak_rss = server
+        .as_ref()
+        .and_then(|s| peak_rss(&s.child.id().to_string()));
+    Ok(report)
+}
+
+/// One run of the bench: what every implementation shares.
+struct Bench<'a, P: Fn(&str)> {
+    plan: &'a ConvergePlan,
+    driver: &'a kube::Client,
+    kubeconfig: &'a Path,
+    logs: &'a Path,
+    binding: &'a str,
+    progress: &'a P,
+}
+
+/// Where a contender's counters stood when a phase began.
+struct Mark {
+    started: Instant,
+    counters: Counters,
+    cpu: Option<f64>,
+}
+
+impl<P: Fn(&str)> Bench<'_, P> {
+    /// The phases for `implementation`, in a namespace of its own.
+    async fn run(&self, implementation: Implementation) -> anyhow::Result<(Vec<Run>, Timeline)> {
+        let plan = self.plan;
+        let name = implementation.name();
+        let namespace = format!("bench-{name}");
+        self.fresh_namespace(&namespace).await?;
+        let log = self.logs.join(format!("{name}.log"));
+        let launch = Launch {
+            kubeconfig: self.kubeconfig,
+            concurrency: plan.concurrency,
+            log: &log,
+        };
+        (self.progress)(&format!("{name}: starting"));
+        let contender = match implementation {
+            Implementation::Gantry => Contender::gantry(&plan.gantry, &launch, BINDINGS)?,
+            Implementation::ControllerRuntime => Contender::controller_runtime(
+                plan.peer.as_deref().expect("a peer binary"),
+                &launch,
+                &namespace,
+                plan.children_per_parent,
+                plan.resync,
+            )?,
+        };
+        let outcome = self.phases(&contender, &namespace).await;
+        let stopped = contender.stop(Duration::from_mins(1));
+        let _ = Api::<Namespace>::all(self.driver.clone())
+            .delete(&namespace, &DeleteParams::background())
+            .await;
+        let (runs, timeline) = outcome.map_err(|e| {
+            let tail = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = tail.lines().rev().take(20).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            e.context(format!("{name} (its last log lines:\n{})", tail.join("\n")))
+        })?;
+        stopped?;
+        Ok((
+            runs,
+            Timeline {
+                implementation: name.into(),
+                points: timeline,
+            },
+        ))
+    }
+
+    /// A namespace of this name with nothing in it: one left by an earlier
+    /// run is deleted first.
+    async fn fresh_namespace(&self, namespace: &str) -> anyhow::Result<()> {
+        let namespaces = Api::<Namespace>::all(self.driver.clone());
+        if namespaces.get_opt(namespace).await?.is_some() {
+            (self.progress)(&format!("deleting namespace {namespace} of an earlier run"));
+            let _ = namespaces
+                .delete(namespace, &DeleteParams::background())
+                .await;
+            let deadline = Instant::now() + self.plan.phase_timeout;
+            while namespaces.get_opt(namespace).await?.is_some() {
+                anyhow::ensure!(
+                    Instant::now() < deadline,
+                    "namespace {namespace} was not deleted within {:?}",
+                    self.plan.phase_timeout
+                );
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+        crate::dev::ensure_namespace(self.driver, namespace).await
+    }
+
+    async fn mark(&self, contender: &Contender) -> anyhow::Result<Mark> {
+        Ok(Mark {
+            started: Instant::now(),
+            counters: contender.counters().await?,
+            cpu: contender.cpu_seconds(),
+        })
+    }
+
+    async fn finish(&self, contender: &Contender, phase: &str, mark: &Mark) -> anyhow::Result<Run> {
+        let seconds = mark.started.elapsed().as_secs_f64();
+        let now = contender.counters().await?;
+        let writes = now.writes - mark.counters.writes;
+        #[allow(clippy::cast_precision_loss)] // counts far below 2^52
+        let children = self.plan.parents as f64 * f64::from(self.plan.children_per_parent);
+        #[allow(clippy::cast_precision_loss)]
+        let writes_per_child = writes as f64 / children;
+        Ok(Run {
+            implementation: contender.implementation.name().into(),
+            phase: phase.into(),
+            seconds,
+            writes,
+            writes_per_child,
+            reconciles: now.reconciles - mark.counters.reconciles,
+            cpu_seconds: contender
+                .cpu_seconds()
+                .zip(mark.cpu)
+                .map(|(now, then)| now - then),
+            peak_rss_bytes: contender.peak_rss(),
+        })
+    }
+
+    async fn phases(
+        &self,
+        contender: &Contender,
+        namespace: &str,
+    ) -> anyhow::Result<(Vec<Run>, Vec<(f64, usize)>)> {
+        let plan = self.plan;
+        let name = contender.implementation.name();
+        let progress = |line: &str| (self.progress)(&format!("{name}: {line}"));
+        let parents: Api<DynamicObject> =
+            Api::namespaced_with(self.driver.clone(), namespace, &fanout_resource());
+        if contender.implementation == Implementation::Gantry {
+            self.wait_for(contender, "the binding in service", |text| {
+                sum(text, "gantry_bindings_active", "") >= 1.0
+            })
+            .await?;
+        }
+        let mut runs = Vec::new();
+
+        // Phase 1: create and converge.
+        progress(&format!("creating {} parents", plan.parents));
+        let start = self.mark(contender).await?;
+        every_parent(plan.parents, |parent| {
+            let object = json!({"apiVersion": "bench.gantry.dev/v1", "kind": "Fanout",
+                "metadata": {"name": parent, "namespace": namespace}, "spec": {"value": "v1"}});
+            let parents = parents.clone();
+            async move {
+                parents
+                    .patch(
+                        &parent,
+                        &PatchParams::apply("gantry-bench").force(),
+                        &Patch::Apply(&object),
+                    )
+                    .await
+            }
+        })
+        .await?;
+        progress(&format!(
+            "created in {:.1}s; converging",
+            start.started.elapsed().as_secs_f64()
+        ));
+        let mut timeline = Vec::new();
+        wait_until(
+            plan,
+            &parents,
+            "v1",
+            start.started,
+            &mut timeline,
+            &progress,
+        )
+        .await?;
+        runs.push(self.finish(contender, "converge", &start).await?);
+
+        // Phase 2: a resync of every parent with nothing changed.
+        progress("waiting for a resync of every parent");
+        let start = self.mark(contender).await?;
+        let wanted = start.counters.reconciles + plan.parents as u64;
+        while contender.counters().await?.reconciles < wanted {
+            anyhow::ensure!(
+                start.started.elapsed() < plan.phase_timeout + plan.resync,
+                "no full resync within {:?}",
+                plan.phase_timeout + plan.resync
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        runs.push(self.finish(contender, "resync", &start).await?);
+
+        // Phase 3: change every parent's spec.
+        progress("changing every parent's spec");
+        let start = self.mark(contender).await?;
+        every_parent(plan.parents, |parent| {
+            let parents = parents.clone();
+            async move {
+                let patch = json!({"spec": {"value": "v2"}});
+                parents
+                    .patch(&parent, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+            }
+        })
+        .await?;
+        wait_until(
+            plan,
+            &parents,
+            "v2",
+            start.started,
+            &mut Vec::new(),
+            &progress,
+        )
+        .await?;
+        runs.push(self.finish(contender, "spec-change", &start).await?);
+
+        if contender.implementation == Implementation::Gantry {
+            runs.push(self.shadow(contender).await?);
+        }
+        Ok((runs, timeline))
+    }
+
+    /// Gantry's fourth phase: a new version (the same code under another
+    /// digest) is shadow-run on every parent before it serves.
+    async fn shadow(&self, contender: &Contender) -> anyhow::Result<Run> {
+        (self.progress)("gantry: pushing a new version: shadow run on every parent");
+        let start = self.mark(contender).await?;
+        let swaps = |text: &str| sum(text, "gantry_plugin_swaps_total", "binding=\"fanout\"");
+        let refusals = |text: &str| {
+            sum(
+                text,
+                "gantry_plugin_load_failures_total",
+                "binding=\"fanout\"",
+            )
+        };
+        let before = contender.metrics().await?;
+        let renamed = with_custom_section(&self.plan.plugin, b"gantry-bench-v2");
+        let cm = crate::dev::binding_config_map("fanout", BINDINGS, self.binding, &renamed, true)?;
+        crate::dev::apply_binding(self.driver, &cm).await?;
+        let text = self
+            .wait_for(contender, "the new version in service", |text| {
+                swaps(text) > swaps(&before) || refusals(text) > refusals(&before)
+            })
+            .await?;
+        anyhow::ensure!(
+            refusals(&text) <= refusals(&before),
+            "the new version was refused"
+        );
+        let mut run = self.finish(contender, "shadow", &start).await?;
+        run.seconds = sum(&text, "gantry_shadow_run_seconds", "binding=\"fanout\"");
+        anyhow::ensure!(run.seconds > 0.0, "the new version had no shadow run");
+        Ok(run)
+    }
+
+    /// Scrape `contender` until its metrics satisfy `done`; their text.
+    async fn wait_for(
+        &self,
+        contender: &Contender,
+        what: &str,
+        done: impl Fn(&str) -> bool,
+    ) -> anyhow::Result<String> {
+        let deadline = Instant::now() + self.plan.phase_timeout;
+        loop {
+            let text = contender.metrics().await?;
+            if done(&text) {
+                return Ok(text);
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "{what}: not within {:?}",
+                self.plan.phase_timeout
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
 
 /// `component` with a custom section `payload` appended: the same code
@@ -412,36 +565,102 @@ async fn wait_until(
     }
 }
 
-/// The report as text.
+/// The report as text: a table of every phase, then Gantry's numbers over
+/// the peer's for the phases both ran.
 pub fn render(report: &ConvergeReport) -> String {
-    let mb = |b: Option<u64>| {
+    let mib = |b: Option<u64>| {
+        #[allow(clippy::cast_precision_loss)] // sizes far below 2^52
         b.map_or("n/a".to_string(), |b| {
-            format!("{:.0} MiB", b as f64 / 1_048_576.0)
+            format!("{:.0}", b as f64 / 1_048_576.0)
         })
     };
+    let cpu = |c: Option<f64>| c.map_or("n/a".to_string(), |c| format!("{c:.1}"));
     let mut out = format!(
-        "{} parents x {} children; parents created in {:.1}s\n{:<12} {:>9} {:>9} {:>14} {:>11}\n",
+        "{} parents x {} children\n{:<20} {:<12} {:>9} {:>9} {:>13} {:>11} {:>8} {:>9}\n",
         report.parents,
         report.children_per_parent,
-        report.create_seconds,
+        "implementation",
         "phase",
         "seconds",
         "writes",
         "writes/child",
-        "reconciles"
+        "reconciles",
+        "cpu s",
+        "rss MiB"
     );
-    for p in &report.phases {
+    for r in &report.runs {
         let _ = writeln!(
             out,
-            "{:<12} {:>9.1} {:>9} {:>14.2} {:>11}",
-            p.name, p.seconds, p.writes, p.writes_per_child, p.reconciles
+            "{:<20} {:<12} {:>9.2} {:>9} {:>13.2} {:>11} {:>8} {:>9}",
+            r.implementation,
+            r.phase,
+            r.seconds,
+            r.writes,
+            r.writes_per_child,
+            r.reconciles,
+            cpu(r.cpu_seconds),
+            mib(r.peak_rss_bytes)
         );
+    }
+    let ratios = ratios(report);
+    if !ratios.is_empty() {
+        let _ = writeln!(
+            out,
+            "\ngantry / controller-runtime\n{:<12} {:>9} {:>9} {:>8} {:>9}",
+            "phase", "seconds", "writes", "cpu", "rss"
+        );
+        let ratio = |r: Option<f64>| r.map_or("n/a".to_string(), |r| format!("{r:.2}"));
+        for (phase, [seconds, writes, cpu, rss]) in ratios {
+            let _ = writeln!(
+                out,
+                "{phase:<12} {:>9} {:>9} {:>8} {:>9}",
+                ratio(seconds),
+                ratio(writes),
+                ratio(cpu),
+                ratio(rss)
+            );
+        }
     }
     let _ = writeln!(
         out,
-        "peak RSS: operator {}, API server {}",
-        mb(report.operator_peak_rss),
-        mb(report.apiserver_peak_rss)
+        "peak RSS of the API server: {} MiB",
+        mib(report.apiserver_peak_rss)
     );
     out
+}
+
+/// Per phase both implementations ran: Gantry's seconds, writes, CPU
+/// seconds and peak RSS over the peer's.
+pub fn ratios(report: &ConvergeReport) -> Vec<(String, [Option<f64>; 4])> {
+    let find = |implementation: Implementation, phase: &str| {
+        report
+            .runs
+            .iter()
+            .find(|r| r.implementation == implementation.name() && r.phase == phase)
+    };
+    let over = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    report
+        .runs
+        .iter()
+        .filter(|r| r.implementation == Implementation::Gantry.name())
+        .filter_map(|gantry| {
+            let peer = find(Implementation::ControllerRuntime, &gantry.phase)?;
+            #[allow(clippy::cast_precision_loss)] // counts far below 2^52
+            let as_f64 = |n: u64| Some(n as f64);
+            #[allow(clippy::cast_precision_loss)]
+            let rss = |r: &Run| r.peak_rss_bytes.map(|b| b as f64);
+            Some((
+                gantry.phase.clone(),
+                [
+                    over(Some(gantry.seconds), Some(peer.seconds)),
+                    over(as_f64(gantry.writes), as_f64(peer.writes)),
+                    over(gantry.cpu_seconds, peer.cpu_seconds),
+                    over(rss(gantry), rss(peer)),
+                ],
+            ))
+        })
+        .collect()
 }

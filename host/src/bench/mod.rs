@@ -13,6 +13,7 @@
 #![allow(clippy::cast_precision_loss)]
 
 pub mod chart;
+pub mod contender;
 pub mod converge;
 pub mod dispatch;
 

@@ -42,6 +42,13 @@ pub struct DispatchArgs {
     json: bool,
 }
 
+/// Operators `bench converge` compares Gantry with.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Peer {
+    /// The Go operator on controller-runtime in benches/peers.
+    ControllerRuntime,
+}
+
 #[derive(Debug, Args)]
 pub struct ConvergeArgs {
     /// Parents to create.
@@ -65,6 +72,10 @@ pub struct ConvergeArgs {
     /// Run against this cluster instead of starting `gantry apiserver`.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
+    /// Run this peer after Gantry, on the same plan and cluster (its
+    /// binary is built on first use).
+    #[arg(long, value_enum)]
+    peer: Option<Peer>,
     /// Write the convergence chart (SVG) here.
     #[arg(long)]
     chart: Option<PathBuf>,
@@ -142,6 +153,12 @@ fn run_converge(args: &ConvergeArgs) -> anyhow::Result<()> {
         kubeconfig: args.kubeconfig.clone(),
         gantry: std::env::current_exe()?,
         plugin: crate::toolchain::example_plugin("fanout")?,
+        peer: match args.peer {
+            Some(Peer::ControllerRuntime) => Some(crate::bench::contender::build_peer(
+                &crate::toolchain::source_workspace_root(),
+            )?),
+            None => None,
+        },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

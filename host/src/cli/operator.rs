@@ -158,12 +158,10 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
     }
 }
 
-/// A client from `kubeconfig`, or the inferred configuration
-/// ($KUBECONFIG, ~/.kube/config, in-cluster).
-pub(super) async fn cluster_client(
-    kubeconfig: Option<&std::path::Path>,
-) -> anyhow::Result<kube::Client> {
-    let config = match kubeconfig {
+/// The configuration of `kubeconfig`, or the inferred one ($KUBECONFIG,
+/// ~/.kube/config, in-cluster).
+async fn cluster_config(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Config> {
+    Ok(match kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
                 .with_context(|| format!("reading {}", path.display()))?;
@@ -171,16 +169,22 @@ pub(super) async fn cluster_client(
             kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?
         }
         None => kube::Config::infer().await?,
-    };
-    Ok(kube::Client::try_from(config)?)
+    })
+}
+
+/// A client from `kubeconfig`, or the inferred configuration.
+pub(super) async fn cluster_client(
+    kubeconfig: Option<&std::path::Path>,
+) -> anyhow::Result<kube::Client> {
+    Ok(kube::Client::try_from(cluster_config(kubeconfig).await?)?)
 }
 
 pub fn run(args: &RunArgs) -> ExitCode {
     finish(tokio_runtime().and_then(|rt| {
         rt.block_on(async {
-            let client = cluster_client(args.kubeconfig.as_deref()).await?;
+            let config = cluster_config(args.kubeconfig.as_deref()).await?;
             operate(
-                client,
+                &config,
                 &args.operator,
                 ["0.0.0.0:8081", "0.0.0.0:8080"],
                 false,
@@ -213,9 +217,10 @@ async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
             );
             println!("gantry dev: export KUBECONFIG={}", kubeconfig.display());
             print_try_line();
-            operate(client, &args.operator, ["127.0.0.1:0"; 2], true).await
+            let config = cluster_config(Some(kubeconfig)).await?;
+            operate(&config, &args.operator, ["127.0.0.1:0"; 2], true).await
         }
-        None => dev_embedded(&args).await,
+        None => Box::pin(dev_embedded(&args)).await,
     }
 }
 
@@ -249,7 +254,8 @@ async fn dev_embedded(args: &DevArgs) -> anyhow::Result<()> {
     );
     println!("gantry dev: export KUBECONFIG={}", kubeconfig.display());
     print_try_line();
-    let result = operate(client, &args.operator, ["127.0.0.1:0"; 2], true).await;
+    let operator_config = cluster_config(Some(&kubeconfig)).await?;
+    let result = operate(&operator_config, &args.operator, ["127.0.0.1:0"; 2], true).await;
     server.shutdown().await;
     result
 }
@@ -304,7 +310,7 @@ async fn serve_endpoint(
 
 /// Run the operator with its health and metrics endpoints until SIGINT/SIGTERM.
 async fn operate(
-    client: kube::Client,
+    config: &kube::Config,
     args: &OperatorArgs,
     defaults: [&str; 2],
     local: bool,
@@ -312,6 +318,7 @@ async fn operate(
     Shard::new(args.shard_index, args.shard_count).map_err(anyhow::Error::msg)?;
     let runtime = plugin_runtime()?;
     let metrics = Arc::new(Metrics::default());
+    let client = crate::api_client::counting_writes(config, metrics.api_writes())?;
     let mut options = args.options();
     let [default_health, default_metrics] = defaults;
     let health = serve_endpoint(

@@ -108,6 +108,7 @@ pub struct Metrics {
     in_flight: Family<BindingLabel, Gauge>,
     ready: Gauge,
     bindings_active: Gauge,
+    api_writes: Counter,
     /// Kinds seen per binding, so a snapshot can list them.
     failure_kinds: Mutex<std::collections::BTreeSet<(String, String)>>,
 }
@@ -137,6 +138,7 @@ impl Default for Metrics {
             in_flight: Family::default(),
             ready: Gauge::default(),
             bindings_active: Gauge::default(),
+            api_writes: Counter::default(),
             failure_kinds: Mutex::default(),
         };
         let r = &mut registry;
@@ -200,6 +202,11 @@ impl Default for Metrics {
             "shadow_parents",
             "Parents a new plugin version was shadow-run on, by outcome (unchanged, changed, failed; unserved_answered, unserved_failed where no version served yet)",
             m.shadow_parents.clone(),
+        );
+        r.register(
+            "api_writes",
+            "API requests other than reads (create, update, patch, delete) the operator sent",
+            m.api_writes.clone(),
         );
         r.register(
             "shadow_run_seconds",
@@ -389,6 +396,12 @@ impl Metrics {
         }
         let _ = self.queue_depth.get_or_create(label);
         let _ = self.in_flight.get_or_create(label);
+    }
+
+    /// The counter of the operator's API writes, for its client
+    /// ([`crate::api_client::counting_writes`]).
+    pub fn api_writes(&self) -> Counter {
+        self.api_writes.clone()
     }
 
     /// A shadow run of a new version of `binding` ended after `took`: its

@@ -378,6 +378,7 @@ mod tests {
         report.count("c".into(), Some(same()), Err("trapped".into()));
         report.count("d".into(), Some(Err("old".into())), Err("new".into()));
         report.count("e".into(), Some(Err("old".into())), same());
+        report.count("f".into(), Some(Err("old".into())), Err("old".into()));
         assert_eq!(
             (
                 report.compared,
@@ -385,8 +386,8 @@ mod tests {
                 report.changed,
                 report.failed
             ),
-            (4, 1, 2, 1),
-            "both failing is no regression; a fix is a change"
+            (6, 2, 3, 1),
+            "both failing is no regression (another error is a change); a fix is a change"
         );
         assert_eq!(report.examples, vec![("c".into(), "trapped".into())]);
         assert_eq!(report.unserved, 0);
