@@ -40,6 +40,8 @@ parent: {apiVersion: db.example.com/v1alpha1, kind: Database}
 children: [{apiVersion: v1, kind: ConfigMap}]
 limits: {deadlineMs: 50}
 config: {behaviour: loop}
+# Meant to fail on every parent: its first version is not shadow-run.
+rollout: {shadow: false}
 ";
     let hostile = gantry::toolchain::example_plugin("hostile").unwrap();
     let cm =

@@ -14,6 +14,7 @@ use kube::api::DynamicObject;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Value, json};
 
+use super::ReconcileError;
 use super::binding::BindingSpec;
 use super::context::{BindingContext, object_key};
 use super::reconcile::{checked_intents, request};
@@ -118,9 +119,16 @@ pub struct ShadowReport {
     pub unserved: u64,
     /// Of those, parents on which the new version fails.
     pub unserved_failed: u64,
+    /// Parents the cluster could not judge an answer for (a guardrail
+    /// policy not in service yet, an API error): left out of the counts.
+    pub unjudged: u64,
     /// Up to three failing parents, with the new version's error.
     pub examples: Vec<(String, String)>,
 }
+
+/// One parent: its key, the running version's answer (if one serves it)
+/// and the new version's.
+type Compared = (String, Option<Answer>, Answer);
 
 impl ShadowReport {
     /// One line for Events: the counts.
@@ -135,11 +143,20 @@ impl ShadowReport {
             self.unserved - self.unserved_failed,
             self.unserved_failed
         );
-        match (self.compared, self.unserved) {
-            (0, 0) => "shadow run: no parents yet".into(),
+        let counts = match (self.compared, self.unserved) {
+            (0, 0) if self.unjudged == 0 => return "shadow run: no parents yet".into(),
+            (0, 0) => "shadow run".to_string(),
             (_, 0) => served,
             (0, _) => format!("shadow run on {unserved}"),
             _ => format!("{served}; {unserved}"),
+        };
+        if self.unjudged > 0 {
+            format!(
+                "{counts}; {} parents not judged (a guardrail policy not in service, or an API error)",
+                self.unjudged
+            )
+        } else {
+            counts
         }
     }
 
@@ -243,14 +260,35 @@ pub async fn answer(
     plugin: &Arc<ReconcilerPlugin>,
     spec: &BindingSpec,
 ) -> Answer {
+    judged_answer(ctx, parent, plugin, spec)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Whether a failure says nothing of the version: the cluster could not
+/// judge its answer (a guardrail policy not in service yet, the API).
+fn unjudged(error: &ReconcileError) -> bool {
+    matches!(
+        error,
+        ReconcileError::PolicyUnavailable(_)
+            | ReconcileError::Kube(_)
+            | ReconcileError::CachesNotReady
+            | ReconcileError::ShuttingDown
+    )
+}
+
+async fn judged_answer(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    plugin: &Arc<ReconcilerPlugin>,
+    spec: &BindingSpec,
+) -> Result<Value, ReconcileError> {
     let request = request(ctx, parent, spec, Trigger::Resync);
     let response = plugin
         .reconcile(request, spec.call_limits())
         .await
-        .map_err(|e| e.to_string())?;
-    let intents = checked_intents(ctx, parent, spec, &response)
-        .await
-        .map_err(|e| e.to_string())?;
+        .map_err(ReconcileError::Plugin)?;
+    let intents = checked_intents(ctx, parent, spec, &response).await?;
     let mut children: Vec<&Value> = intents.iter().map(|i| &i.object).collect();
     children.sort_by_key(ToString::to_string);
     Ok(json!({
@@ -278,29 +316,38 @@ pub async fn shadow_run(
         .into_iter()
         .filter(|p| candidate.shared.options.shard.owns(&object_key(p)))
         .collect();
-    let outcomes: Vec<(String, Option<Answer>, Answer)> = futures::stream::iter(parents)
+    let outcomes: Vec<Option<Compared>> = futures::stream::iter(parents)
         .map(|parent| async move {
             let baseline = match running {
                 Some(ctx) if ctx.spec.parent.same_kind(&new_spec.parent) => {
                     let current = ctx.current();
                     match same_parent(ctx, &parent) {
                         Some(served) => {
-                            Some(answer(ctx, &served, &current.plugin, &current.spec).await)
+                            Some(judged_answer(ctx, &served, &current.plugin, &current.spec).await)
                         }
                         None => None,
                     }
                 }
                 _ => None,
             };
-            let candidate = answer(candidate, &parent, new, new_spec).await;
-            (object_key(&parent), baseline, candidate)
+            let candidate = judged_answer(candidate, &parent, new, new_spec).await;
+            let judged =
+                |a: &Result<Value, ReconcileError>| a.as_ref().err().is_none_or(|e| !unjudged(e));
+            if !judged(&candidate) || baseline.as_ref().is_some_and(|b| !judged(b)) {
+                return None;
+            }
+            let text = |a: Result<Value, ReconcileError>| a.map_err(|e| e.to_string());
+            Some((object_key(&parent), baseline.map(text), text(candidate)))
         })
         .buffer_unordered(CONCURRENCY)
         .collect()
         .await;
     let mut report = ShadowReport::default();
-    for (parent, running, candidate) in outcomes {
-        report.count(parent, running, candidate);
+    for outcome in outcomes {
+        match outcome {
+            Some((parent, running, candidate)) => report.count(parent, running, candidate),
+            None => report.unjudged += 1,
+        }
     }
     report.examples.sort();
     report
@@ -414,5 +461,18 @@ mod tests {
             ShadowReport::default().refusal(&RolloutSpec::default()),
             None
         );
+        assert_eq!(
+            ShadowReport::default().summary(),
+            "shadow run: no parents yet"
+        );
+        let unjudged = ShadowReport {
+            unjudged: 2,
+            ..ShadowReport::default()
+        };
+        assert_eq!(
+            unjudged.summary(),
+            "shadow run; 2 parents not judged (a guardrail policy not in service, or an API error)"
+        );
+        assert_eq!(unjudged.refusal(&RolloutSpec::default()), None);
     }
 }
