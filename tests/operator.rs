@@ -758,6 +758,16 @@ async fn resync_seconds_zero_turns_resync_off(backend: Backend) {
     gantry::dev::wait_for_crd(&env.client, "widgets.test.gantry.dev")
         .await
         .unwrap();
+    // A real API server serves a new kind a moment after it is Established.
+    let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
+    eventually("Widgets served", || async {
+        widgets
+            .list(&kube::api::ListParams::default())
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
     env.apply(json!({"apiVersion": "test.gantry.dev/v1", "kind": "Widget",
         "metadata": {"name": "w", "namespace": "default"}, "spec": {}}))
         .await;

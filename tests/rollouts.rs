@@ -159,6 +159,16 @@ async fn a_first_version_failing_on_every_parent_is_refused(backend: Backend) {
     gantry::dev::wait_for_crd(&env.client, "widgets.test.gantry.dev")
         .await
         .unwrap();
+    // A real API server serves a new kind a moment after it is Established.
+    let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
+    eventually("Widgets served", || async {
+        widgets
+            .list(&kube::api::ListParams::default())
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
     for i in 0..3 {
         env.apply(json!({"apiVersion": "test.gantry.dev/v1", "kind": "Widget",
             "metadata": {"name": format!("w-{i}"), "namespace": "default"}, "spec": {}}))
@@ -173,7 +183,6 @@ async fn a_first_version_failing_on_every_parent_is_refused(backend: Backend) {
         "{note}"
     );
     assert!(note.contains("hostile plugin panics on purpose"), "{note}");
-    let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
     let w = get_json(&widgets, "w-0").await.unwrap();
     assert!(
         w.get("status").is_none(),

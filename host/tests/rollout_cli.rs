@@ -46,6 +46,20 @@ async fn served(backend: Backend) -> Served {
     gantry::dev::ensure_namespace(&client, NAMESPACE)
         .await
         .unwrap();
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("test.gantry.dev", "v1", "Widget"),
+        "widgets",
+    );
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+    // A real API server serves a new kind a moment after it is Established.
+    wait_for("Widgets served", async || {
+        widgets
+            .list(&kube::api::ListParams::default())
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
     let plugins = tempfile::tempdir().unwrap();
     for name in ["hostile", "fanout", "memcached"] {
         let bytes = gantry::toolchain::example_plugin(name).unwrap();
@@ -79,11 +93,6 @@ async fn served(backend: Backend) -> Served {
             let _ = stopped.await;
         },
     ));
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("test.gantry.dev", "v1", "Widget"),
-        "widgets",
-    );
-    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
     wait_for("every widget Synced with its child", async || {
         for i in 0..3 {
             let w = serde_json::to_value(widgets.get(&format!("w-{i}")).await.ok()?).ok()?;
