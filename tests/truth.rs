@@ -106,7 +106,9 @@ async fn a_trap_condition_starts_with_the_panic_message(backend: Backend) {
             "test.gantry.dev/v1 Widget",
             &["v1 ConfigMap"],
             &panic,
-            "",
+            // Meant to fail on every parent: not shadow-run, or this first
+            // version would be refused.
+            "rollout: {shadow: false}\n",
         ),
         &example_plugin("hostile").unwrap(),
     )
