@@ -7,7 +7,7 @@ use std::time::Duration;
 use gantry::toolchain::example_plugin;
 use gantry_tests::{
     BINDINGS_NS, Backend, Env, GC_WAIT, backends, condition, eventually, eventually_within,
-    get_json, hostile_binding, widget_crd,
+    get_json, hostile_binding, serve_widgets, widget_crd,
 };
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -754,20 +754,7 @@ async fn requeue_after_from_the_plugin_is_honoured_without_writes(backend: Backe
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resync_seconds_zero_turns_resync_off(backend: Backend) {
     let env = Env::start(backend).await;
-    env.apply(widget_crd("Widget", "widgets", true)).await;
-    gantry::dev::wait_for_crd(&env.client, "widgets.test.gantry.dev")
-        .await
-        .unwrap();
-    // A real API server serves a new kind a moment after it is Established.
-    let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
-    eventually("Widgets served", || async {
-        widgets
-            .list(&kube::api::ListParams::default())
-            .await
-            .ok()
-            .map(|_| ())
-    })
-    .await;
+    serve_widgets(&env).await;
     env.apply(json!({"apiVersion": "test.gantry.dev/v1", "kind": "Widget",
         "metadata": {"name": "w", "namespace": "default"}, "spec": {}}))
         .await;

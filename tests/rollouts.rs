@@ -6,7 +6,7 @@
 use gantry::toolchain::example_plugin;
 use gantry_tests::{
     BINDINGS_NS, Backend, Env, backends, condition, eventually, get_json, hostile_binding,
-    widget_crd,
+    serve_widgets, widget_crd,
 };
 use serde_json::{Value, json};
 
@@ -55,6 +55,17 @@ async fn notes(env: &Env, reason: &str) -> Vec<String> {
         .filter(|e| e["reason"] == reason)
         .filter_map(|e| e["note"].as_str().map(str::to_string))
         .collect()
+}
+
+/// The `PluginLoaded` note that says `text`, once there is one.
+async fn loaded_with(env: &Env, text: &str) -> String {
+    eventually(&format!("PluginLoaded saying {text}"), || async {
+        notes(env, "PluginLoaded")
+            .await
+            .into_iter()
+            .find(|n| n.contains(text))
+    })
+    .await
 }
 
 async fn refusal(env: &Env) -> String {
@@ -131,13 +142,7 @@ async fn max_changed_parents_refuses_a_version_that_changes_too_much(backend: Ba
 
     // Allowed to change them all, it goes into service and says so.
     bind(&env, &changing, "rollout: {maxChangedParents: \"100%\"}\n").await;
-    let loaded = eventually("the changing version in service", || async {
-        notes(&env, "PluginLoaded")
-            .await
-            .into_iter()
-            .find(|n| n.contains("3 changed"))
-    })
-    .await;
+    let loaded = loaded_with(&env, "3 changed").await;
     assert!(
         loaded.contains("shadow run on 3 parents: 0 unchanged, 3 changed, 0 failed"),
         "{loaded}"
@@ -155,20 +160,7 @@ async fn max_changed_parents_refuses_a_version_that_changes_too_much(backend: Ba
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_version_failing_on_every_parent_is_refused(backend: Backend) {
     let env = Env::start(backend).await;
-    env.apply(widget_crd("Widget", "widgets", true)).await;
-    gantry::dev::wait_for_crd(&env.client, "widgets.test.gantry.dev")
-        .await
-        .unwrap();
-    // A real API server serves a new kind a moment after it is Established.
-    let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
-    eventually("Widgets served", || async {
-        widgets
-            .list(&kube::api::ListParams::default())
-            .await
-            .ok()
-            .map(|_| ())
-    })
-    .await;
+    let widgets = serve_widgets(&env).await;
     for i in 0..3 {
         env.apply(json!({"apiVersion": "test.gantry.dev/v1", "kind": "Widget",
             "metadata": {"name": format!("w-{i}"), "namespace": "default"}, "spec": {}}))
@@ -196,10 +188,7 @@ async fn a_first_version_failing_on_every_parent_is_refused(backend: Backend) {
         "",
     )
     .await;
-    let loaded = eventually("the version in service", || async {
-        notes(&env, "PluginLoaded").await.into_iter().next()
-    })
-    .await;
+    let loaded = loaded_with(&env, "no version served yet").await;
     assert!(
         loaded.contains("shadow run on 3 parents no version served yet: 2 answered, 1 failed"),
         "{loaded}"
@@ -230,13 +219,7 @@ async fn a_version_watching_other_kinds_is_shadow_run_on_caches_of_its_own(backe
         reads_secrets,
     )
     .await;
-    let loaded = eventually("the version in service", || async {
-        notes(&env, "PluginLoaded")
-            .await
-            .into_iter()
-            .find(|n| n.contains("3 changed"))
-    })
-    .await;
+    let loaded = loaded_with(&env, "3 changed").await;
     assert!(
         loaded.contains("shadow run on 3 parents: 0 unchanged, 3 changed, 0 failed"),
         "{loaded}"

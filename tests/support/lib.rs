@@ -246,6 +246,26 @@ pub fn hostile_binding(
     )
 }
 
+/// Install the `Widget` CRD (with status) and wait until Widgets are
+/// served: a real API server serves a new kind a moment after it is
+/// Established. The Widgets of `default`.
+pub async fn serve_widgets(env: &Env) -> Api<DynamicObject> {
+    env.apply(widget_crd("Widget", "widgets", true)).await;
+    gantry::dev::wait_for_crd(&env.client, "widgets.test.gantry.dev")
+        .await
+        .expect("the Widget CRD is established");
+    let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
+    eventually("Widgets served", || async {
+        widgets
+            .list(&kube::api::ListParams::default())
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+    widgets
+}
+
 /// A test CRD `Widget` (test.gantry.dev/v1, namespaced); `status` selects
 /// whether it has a status subresource; `kind` renames it.
 pub fn widget_crd(kind: &str, plural: &str, status: bool) -> Value {
