@@ -228,10 +228,18 @@ pub async fn run(plan: &ConvergePlan, progress: impl Fn(&str)) -> anyhow::Result
     if plan.peer.is_some() {
         implementations.push(Implementation::ControllerRuntime);
     }
-    for implementation in implementations {
-        let (runs, timeline) = bench.run(implementation).await?;
+    for implementation in &implementations {
+        let (runs, timeline) = bench.run(*implementation).await?;
         report.runs.extend(runs);
         report.timelines.push(timeline);
+    }
+    // Only now: deleting one run's objects while the next runs would load
+    // the API server during that one alone.
+    for implementation in implementations {
+        let namespace = format!("bench-{}", implementation.name());
+        let _ = Api::<Namespace>::all(driver.clone())
+            .delete(&namespace, &DeleteParams::background())
+            .await;
     }
     report.apiserver_peak_rss = server
         .as_ref()
@@ -282,9 +290,6 @@ impl<P: Fn(&str)> Bench<'_, P> {
         };
         let outcome = self.phases(&contender, &namespace).await;
         let stopped = contender.stop(Duration::from_mins(1));
-        let _ = Api::<Namespace>::all(self.driver.clone())
-            .delete(&namespace, &DeleteParams::background())
-            .await;
         let (runs, timeline) = outcome.map_err(|e| {
             let tail = std::fs::read_to_string(&log).unwrap_or_default();
             let tail: Vec<&str> = tail.lines().rev().take(20).collect();
