@@ -316,7 +316,8 @@ pub async fn shadow_run(
         .into_iter()
         .filter(|p| candidate.shared.options.shard.owns(&object_key(p)))
         .collect();
-    let outcomes: Vec<Option<Compared>> = futures::stream::iter(parents)
+    // Counted as they come: no answer is kept past its comparison.
+    let mut outcomes = futures::stream::iter(parents)
         .map(|parent| async move {
             let baseline = match running {
                 Some(ctx) if ctx.spec.parent.same_kind(&new_spec.parent) => {
@@ -339,11 +340,10 @@ pub async fn shadow_run(
             let text = |a: Result<Value, ReconcileError>| a.map_err(|e| e.to_string());
             Some((object_key(&parent), baseline.map(text), text(candidate)))
         })
-        .buffer_unordered(CONCURRENCY)
-        .collect()
-        .await;
+        .buffer_unordered(CONCURRENCY);
     let mut report = ShadowReport::default();
-    for outcome in outcomes {
+    while let Some(outcome) = outcomes.next().await {
+        let outcome: Option<Compared> = outcome;
         match outcome {
             Some((parent, running, candidate)) => report.count(parent, running, candidate),
             None => report.unjudged += 1,
