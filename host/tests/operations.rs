@@ -96,7 +96,11 @@ rollout: {shadow: false}
             "gantry_plugin_limit_breaches_total{binding=\"breaker\",kind=\"timeout\"}",
         )
         .is_some_and(|n| n >= 1.0);
-        (reconciled && breached).then_some(body)
+        // The breach is counted when the call fails, the failed reconcile
+        // only once its status and Event are written.
+        let failed = sample(&body, "gantry_reconcile_errors_total{binding=\"breaker\"}")
+            .is_some_and(|n| n >= 1.0);
+        (reconciled && breached && failed).then_some(body)
     })
     .await;
     let digest = gantry::runtime::digest(&gantry::toolchain::example_plugin("memcached").unwrap());
