@@ -35,12 +35,14 @@ async fn widget_env(backend: Backend, behaviour: &str, children: &[&str], resync
     gantry::dev::wait_for_crd(&env.client, "widgets.test.gantry.dev")
         .await
         .unwrap();
-    env.bind(
-        "widgets",
-        &widget_binding(behaviour, children, resync),
-        &example_plugin("hostile").unwrap(),
-    )
-    .await;
+    let mut binding = widget_binding(behaviour, children, resync);
+    if behaviour == "loop" {
+        // Meant to fail on every parent: a shadow run of this first version
+        // would refuse it once a Widget exists.
+        binding.push_str("rollout: {shadow: false}\n");
+    }
+    env.bind("widgets", &binding, &example_plugin("hostile").unwrap())
+        .await;
     env
 }
 
