@@ -84,11 +84,6 @@ pub struct ConvergeArgs {
     json: bool,
 }
 
-fn fail(e: &anyhow::Error) -> ExitCode {
-    eprintln!("error: {e:#}");
-    ExitCode::from(exit::OTHER)
-}
-
 pub fn run(command: BenchCommand) -> ExitCode {
     let result = match command {
         BenchCommand::Dispatch(args) => run_dispatch(&args),
@@ -96,7 +91,7 @@ pub fn run(command: BenchCommand) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(&e),
+        Err(e) => super::fail(exit::OTHER, &e),
     }
 }
 
@@ -160,9 +155,7 @@ fn run_converge(args: &ConvergeArgs) -> anyhow::Result<()> {
             None => None,
         },
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = super::tokio_runtime()?;
     let report = runtime.block_on(converge::run(&plan, |line| eprintln!("bench: {line}")))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -89,6 +89,22 @@ impl CompileCacheArgs {
     }
 }
 
+/// Print `error` (with its causes) and exit with `code`.
+fn fail(code: u8, error: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("error: {error:#}");
+    ExitCode::from(code)
+}
+
+/// The multi-threaded runtime the async commands run on (plugins are
+/// called on its blocking pool).
+fn tokio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    use anyhow::Context as _;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
 /// Exit codes of the `gantry` command.
 pub mod exit {
     /// The plugin returned an error.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 
-use super::exit;
+use super::{exit, tokio_runtime};
 use crate::controller::leader::{LeaderElector, LeaseConfig};
 use crate::controller::shard::Shard;
 use crate::controller::{Metrics, OperatorOptions, run_operator};
@@ -114,13 +114,6 @@ pub struct DevArgs {
     kubeconfig: Option<PathBuf>,
     #[command(flatten)]
     operator: OperatorArgs,
-}
-
-fn tokio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
 }
 
 /// Completes on SIGINT or SIGTERM.

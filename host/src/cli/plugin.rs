@@ -10,7 +10,7 @@ use gantry_sdk::{Request, Response, Trigger};
 use serde::Serialize;
 
 use super::component::component;
-use super::exit;
+use super::{exit, fail};
 use crate::manifest::{read_object, read_objects, read_value};
 use crate::runtime::{CallError, Limits, ReconcilerPlugin};
 use crate::toolchain::{self, BuildOptions};
@@ -260,11 +260,6 @@ fn push(args: &PushArgs) -> ExitCode {
         }
         Err(e) => fail(exit::OTHER, &e),
     }
-}
-
-fn fail(code: u8, error: &dyn std::fmt::Display) -> ExitCode {
-    eprintln!("error: {error:#}");
-    ExitCode::from(code)
 }
 
 fn call_failed(error: &CallError) -> ExitCode {

@@ -11,7 +11,7 @@ use gantry_sdk::AdmissionRequest;
 use serde_json::Value;
 
 use super::component::component;
-use super::exit;
+use super::{exit, fail};
 use crate::manifest::{read_object, read_value};
 use crate::policy::binding::{Mode, PolicySpec, parse_spec};
 use crate::policy::review;
@@ -83,11 +83,6 @@ pub fn run(command: PolicyCommand) -> ExitCode {
         PolicyCommand::Run(args) => run_once(&args.call),
         PolicyCommand::Bench(args) => bench(&args),
     }
-}
-
-fn fail(code: u8, error: &dyn std::fmt::Display) -> ExitCode {
-    eprintln!("error: {error:#}");
-    ExitCode::from(code)
 }
 
 fn call_failed(error: &CallError) -> ExitCode {

@@ -74,12 +74,8 @@ pub struct CaptureArgs {
     include_secrets: bool,
 }
 
-/// A multi-threaded runtime: plugins are called on its blocking pool.
 fn block_on<T>(future: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(future)
+    super::tokio_runtime()?.block_on(future)
 }
 
 async fn open(args: &BindingArgs) -> anyhow::Result<(OfflineBinding, crate::runtime::Runtime)> {
@@ -221,8 +217,7 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
 }
 
 fn fail(error: &anyhow::Error) -> ExitCode {
-    eprintln!("error: {error:#}");
-    ExitCode::from(exit::OTHER)
+    super::fail(exit::OTHER, error)
 }
 
 #[cfg(test)]
