@@ -193,8 +193,20 @@ async fn a_resync_that_changes_nothing_writes_nothing(backend: Backend) {
         })
         .await;
     }
-    // Let the reconciles our own status writes trigger settle: wait until
-    // the write count holds still for a while (a slow machine needs longer).
+    let before = writes_settled(&env).await;
+    let skipped_before = env.metrics.binding("widgets").skipped_applies;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(env.writes(), before, "resyncs wrote to the API server");
+    assert!(
+        env.metrics.binding("widgets").skipped_applies >= skipped_before + 3,
+        "resyncs did happen"
+    );
+    env.stop().await;
+}
+
+/// Wait until the API server's write count holds still for a while (a
+/// slow machine needs longer); the count then.
+async fn writes_settled(env: &Env) -> u64 {
     let mut last = env.writes();
     for _ in 0..20 {
         tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -204,14 +216,95 @@ async fn a_resync_that_changes_nothing_writes_nothing(backend: Backend) {
         }
         last = now;
     }
-    let before = env.writes();
-    let skipped_before = env.metrics.binding("widgets").skipped_applies;
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    assert_eq!(env.writes(), before, "resyncs wrote to the API server");
-    assert!(
-        env.metrics.binding("widgets").skipped_applies >= skipped_before + 3,
-        "resyncs did happen"
+    last
+}
+
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_parent_converges_in_one_reconcile_writing_each_child_and_the_status_once(
+    backend: Backend,
+) {
+    let env = Env::start(backend).await;
+    env.install_example("fanout").await;
+    gantry::dev::wait_for_crd(&env.client, "fanouts.bench.gantry.dev")
+        .await
+        .unwrap();
+    let fanouts = env.api("bench.gantry.dev/v1", "Fanout", "fanouts", Some("default"));
+    eventually("the binding serves", || async {
+        (env.metrics.binding("fanout").plugin_loads > 0).then_some(())
+    })
+    .await;
+    let before = writes_settled(&env).await;
+    let reconciles_before = env.metrics.binding("fanout").reconciles;
+    env.apply(
+        json!({"apiVersion": "bench.gantry.dev/v1", "kind": "Fanout",
+                     "metadata": {"name": "f", "namespace": "default"}, "spec": {"value": "v"}}),
+    )
+    .await;
+    eventually("three children observed in status", || async {
+        let f = get_json(&fanouts, "f").await?;
+        (f["status"]["children"] == 3 && condition(&f, "Synced")?["status"] == "True").then_some(())
+    })
+    .await;
+    let writes = writes_settled(&env).await - before;
+    assert_eq!(
+        writes, 5,
+        "the parent's create, three children and one status write"
     );
+    assert_eq!(
+        env.metrics.binding("fanout").reconciles - reconciles_before,
+        1,
+        "the events of its own writes call for no other reconcile"
+    );
+    env.stop().await;
+}
+
+/// A parent changed while its reconcile fails is reconciled again at once,
+/// as when that reconcile succeeds: the backoff (ten minutes here) is for
+/// failures that nothing has changed since, and a lasting error waits for
+/// a change that has already come.
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_during_a_failing_reconcile_is_reconciled_without_waiting_for_the_backoff(
+    backend: Backend,
+) {
+    let env = Env::start(backend).await;
+    let widgets = serve_widgets(&env).await;
+    let binding = format!(
+        // No shadow run: a Widget created while the binding loads would
+        // be shadow-run, fail, and keep this version from serving.
+        "{}backoff: {{baseMs: 600000, maxMs: 600000}}\nlimits: {{deadlineMs: 30000}}\nrollout: {{shadow: false}}\n",
+        widget_binding("ok", &["v1 ConfigMap"], 0)
+    );
+    env.bind("widgets", &binding, &example_plugin("hostile").unwrap())
+        .await;
+    let maps = env.api("v1", "ConfigMap", "configmaps", Some("default"));
+    for (name, retryable) in [("retried", true), ("lasting", false)] {
+        let failing = json!({"behaviour": "slow-error", "millis": 4000, "retryable": retryable});
+        let mut parent = widget(name);
+        parent["spec"]["hostile"] = failing;
+        env.apply(parent).await;
+        eventually("the failing reconcile runs", || async {
+            (env.metrics.binding("widgets").in_flight > 0).then_some(())
+        })
+        .await;
+        widgets
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"hostile": {"behaviour": "ok"}}})),
+            )
+            .await
+            .unwrap();
+        let child = format!("{name}-fine");
+        // The child is applied before the status is written: wait for both.
+        eventually_within(Duration::from_mins(1), "the change reconciled", || async {
+            get_json(&maps, &child).await?;
+            let w = get_json(&widgets, name).await?;
+            (condition(&w, "Synced")?["status"] == "True").then_some(())
+        })
+        .await;
+    }
     env.stop().await;
 }
 

@@ -1,6 +1,6 @@
-//! The JavaScript and Python memcached plugins, served from a local HTTP
-//! server, the Rust one, pulled from a loopback OCI registry, and the C one,
-//! inline in its ConfigMap, in service in the operator on each backend (the
+//! The JavaScript, Python and Go memcached plugins, served from a local
+//! HTTP server, the Rust one, pulled from a loopback OCI registry, and the C
+//! one, inline in its ConfigMap, in service in the operator on each backend (the
 //! embedded API server and a real one): each binding's parents converge, and a version whose download
 //! does not match its pin is refused while the old one keeps serving.
 //!
@@ -10,12 +10,15 @@
 
 use std::time::{Duration, Instant};
 
-/// How long the first convergence of the four bindings may take.
-const COMPILE_WAIT: Duration = Duration::from_mins(3);
+/// How long the first convergence of the five bindings may take: the debug
+/// build compiles the 12 MB JavaScript, 16 MB Go and 18 MB Python components
+/// first, and with both backends' tests at once on two shared cores that
+/// took more than 3 minutes (115 s for one backend alone).
+const COMPILE_WAIT: Duration = Duration::from_mins(6);
 
 use gantry::binding::source::{FetchSettings, oci};
 use gantry::controller::OperatorOptions;
-use gantry::toolchain::{c, example_plugin, js, python, source_workspace_root};
+use gantry::toolchain::{c, example_plugin, go, js, python, source_workspace_root};
 use gantry_tests::sources::{FileServer, Registry};
 use gantry_tests::{
     BINDINGS_NS, Backend, Env, backends, condition, eventually, eventually_within, get_json,
@@ -48,8 +51,17 @@ fn parent(api_version: &str, kind: &str, name: &str, size: i64) -> Value {
            "spec": {"size": size, "containerPort": 11211}})
 }
 
-/// Build the four memcached components (timed).
-fn components() -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) {
+/// The memcached components of each language.
+struct Components {
+    rust: Vec<u8>,
+    js: Vec<u8>,
+    py: Vec<u8>,
+    c: Vec<u8>,
+    go: Vec<u8>,
+}
+
+/// Build the five memcached components (timed).
+fn components() -> Components {
     let dir = |name: &str| source_workspace_root().join("plugins").join(name);
     let timed = |what: &str, build: &dyn Fn() -> Vec<u8>| {
         let started = Instant::now();
@@ -73,27 +85,46 @@ fn components() -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) {
     let c = timed("c", &|| {
         std::fs::read(c::build_plugin(&dir("memcached-c")).expect("C plugin")).unwrap()
     });
-    (rust, js, py, c)
+    let go = timed("go", &|| {
+        std::fs::read(go::build_plugin(&dir("memcached-go")).expect("Go plugin")).unwrap()
+    });
+    Components {
+        rust,
+        js,
+        py,
+        c,
+        go,
+    }
 }
 
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator(backend: Backend) {
-    let (rust, js, py, c) = tokio::task::spawn_blocking(components).await.unwrap();
+async fn js_python_and_go_from_http_rust_from_oci_and_c_inline_reconcile_in_the_operator(
+    backend: Backend,
+) {
+    let Components {
+        rust,
+        js,
+        py,
+        c,
+        go,
+    } = tokio::task::spawn_blocking(components).await.unwrap();
     let c_digest = gantry::runtime::digest(&c);
+    let go_digest = gantry::runtime::digest(&go);
     let (rust_digest, js_digest, py_digest) = (
         gantry::runtime::digest(&rust),
         gantry::runtime::digest(&js),
         gantry::runtime::digest(&py),
     );
     assert!(
-        js.len() > 1 << 20 && py.len() > 1 << 20,
+        js.len() > 1 << 20 && py.len() > 1 << 20 && go.len() > 1 << 20,
         "too big for a ConfigMap"
     );
 
     let server = FileServer::start().await;
     server.put("memcached-js.wasm", js.clone());
     server.put("memcached-py.wasm", py.clone());
+    server.put("memcached-go.wasm", go.clone());
     let registry = Registry::start().await;
     let cache = tempfile::tempdir().unwrap();
     let fetch = FetchSettings {
@@ -124,7 +155,10 @@ async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator(bac
         .await;
     env.apply(widget_crd("CMemcached", "cmemcacheds", true))
         .await;
+    env.apply(widget_crd("GoMemcached", "gomemcacheds", true))
+        .await;
     for name in [
+        "gomemcacheds.test.gantry.dev",
         "cmemcacheds.test.gantry.dev",
         "memcacheds.cache.example.com",
         "jsmemcacheds.test.gantry.dev",
@@ -152,6 +186,20 @@ async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator(bac
             &format!(
                 "sha256: {py_digest}\nsource: {{url: \"{}\"}}\n",
                 server.url("memcached-py.wasm")
+            ),
+        ),
+    )
+    .await;
+    bind_remote(
+        &env,
+        "memcached-go",
+        &binding(
+            "memcached-go",
+            "test.gantry.dev/v1",
+            "GoMemcached",
+            &format!(
+                "sha256: {go_digest}\nsource: {{url: \"{}\"}}\n",
+                server.url("memcached-go.wasm")
             ),
         ),
     )
@@ -184,6 +232,13 @@ async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator(bac
             "pymemcacheds",
             "py",
             py_digest.clone(),
+        ),
+        (
+            "test.gantry.dev/v1",
+            "GoMemcached",
+            "gomemcacheds",
+            "go",
+            go_digest.clone(),
         ),
     ];
     let mut oci_ref = None;
@@ -221,7 +276,7 @@ async fn js_and_python_from_http_and_rust_from_oci_reconcile_in_the_operator(bac
     for (api_version, kind, plural, lang, digest) in &kinds {
         let name = format!("mc-{lang}");
         let parents = env.api(api_version, kind, plural, Some("default"));
-        // Compiling the 12 MB JavaScript and 18 MB Python components takes
+        // Compiling the 12 MB JavaScript, 16 MB Go and 18 MB Python components takes
         // a while on a loaded machine: this waits for correctness, not speed.
         let deployment =
             eventually_within(COMPILE_WAIT, &format!("{lang}: the Deployment"), || async {

@@ -141,10 +141,13 @@ async fn converge_reports_phases_side_by_side_and_a_resync_writes_nothing(backen
         assert_eq!(phases[0].0, "converge", "{report}");
         // 12 children and 6 status writes at least.
         assert!(phases[0].1 >= 18, "{implementation}: {report}");
-        assert_eq!(phases[1], ("resync", 0), "{implementation}: {report}");
+        assert_eq!(phases[1].0, "resync", "{report}");
         assert_eq!(phases[2].0, "spec-change");
         assert!(phases[2].1 >= 12, "{implementation}: {report}");
     }
+    // Gantry writes nothing on a resync that changes nothing. (The peer's
+    // requeues may still catch up on statuses then: not asserted.)
+    assert_eq!(phases("gantry")[1], ("resync", 0), "{report}");
     // Gantry's new version is shadow-run on every parent before it serves.
     assert_eq!(phases("gantry").len(), 4, "{report}");
     assert_eq!(phases("gantry")[3].0, "shadow");

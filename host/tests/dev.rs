@@ -1,22 +1,42 @@
 //! `gantry dev --kubeconfig`: the main job against an existing cluster of
-//! either backend. The example CRDs, bindings, samples and admission
-//! policies go in, the operator reconciles the samples, and the cluster's
-//! own API server calls Gantry's webhooks on loopback.
+//! either backend. The example CRDs, bindings (Guestbook's, in Go, by URL
+//! from a loopback server of `gantry dev`), samples and admission policies
+//! go in, the operator reconciles the samples, and the cluster's
+//! own API server calls Gantry's webhooks on loopback. A later start leaves
+//! what the user changed or deleted as it is, and `--reset` starts over.
 
 mod common;
 
 use std::process::{Command, Stdio};
 
-use common::{Backend, Cluster, Process, backends, sigterm, wait_for};
+use common::{Backend, Cluster, Process, backends, sigterm, wait_for, wait_for_within};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dev_runs_the_examples_and_policies_on_an_existing_cluster(backend: Backend) {
+    // Guestbook is built with Go and compiled into the compile cache that
+    // `gantry dev` uses first, so that neither a cold Go build nor
+    // compiling its 16 MB component holds up what the waits below expect.
+    tokio::task::spawn_blocking(|| {
+        let built = gantry::toolchain::go::build_plugin(&gantry::dev::example_dir("guestbook"))
+            .expect("the Guestbook plugin builds");
+        let runtime = gantry::runtime::Runtime::new(gantry::runtime::RuntimeSettings {
+            cache_dir: gantry::runtime::default_compile_cache_dir(),
+            ..gantry::runtime::RuntimeSettings::default()
+        })
+        .unwrap();
+        runtime
+            .load_reconciler("guestbook", &std::fs::read(built).unwrap())
+            .expect("the Guestbook component loads");
+    })
+    .await
+    .unwrap();
     let cluster = Cluster::start(backend).await;
     let client = cluster.client();
     let dir = tempfile::tempdir().unwrap();
@@ -39,6 +59,19 @@ async fn dev_runs_the_examples_and_policies_on_an_existing_cluster(backend: Back
     })
     .await;
     assert_eq!(deployment.spec.unwrap().replicas, Some(3));
+    // The first load compiles the 16 MB Go component (cached by digest after).
+    let frontend = wait_for_within(
+        std::time::Duration::from_mins(4),
+        "the sample Guestbook's frontend (Go, bound by URL)",
+        async || {
+            deployments
+                .get_opt("guestbook-sample-frontend")
+                .await
+                .ok()?
+        },
+    )
+    .await;
+    assert_eq!(frontend.spec.unwrap().replicas, Some(3));
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
     wait_for("the sample Database's StatefulSet", async || {
         let list = sets.list(&kube::api::ListParams::default()).await.ok()?;
@@ -100,4 +133,217 @@ async fn dev_runs_the_examples_and_policies_on_an_existing_cluster(backend: Back
         std::fs::read_to_string(&log).unwrap_or_default()
     );
     cluster.shutdown().await;
+}
+
+/// `gantry dev` with `args`, its stdout and stderr into files in `dir`
+/// named after `run`.
+fn start_dev(args: &[&std::ffi::OsStr], dir: &std::path::Path, run: &str) -> Process {
+    Process(
+        Command::new(env!("CARGO_BIN_EXE_gantry"))
+            .args(["--log-format", "text", "dev"])
+            .args(args)
+            .stdout(std::fs::File::create(dir.join(format!("{run}.out"))).unwrap())
+            .stderr(std::fs::File::create(dir.join(format!("{run}.log"))).unwrap())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start gantry dev"),
+    )
+}
+
+/// Wait until `gantry dev`'s run `run` says it is ready; its stdout then.
+async fn ready_output(dir: &std::path::Path, run: &str) -> String {
+    let out = dir.join(format!("{run}.out"));
+    wait_for_within(
+        std::time::Duration::from_mins(5),
+        &format!("gantry dev ({run}) to say it is ready"),
+        async || {
+            let text = std::fs::read_to_string(&out).ok()?;
+            text.contains("gantry dev: ready:").then_some(text)
+        },
+    )
+    .await
+}
+
+/// Stop `gantry dev` with SIGTERM: it exits 0.
+fn stop_dev(mut dev: Process, dir: &std::path::Path, run: &str) {
+    sigterm(&dev);
+    let status = dev.wait().unwrap();
+    assert!(
+        status.success(),
+        "gantry dev ({run}) exits 0 on SIGTERM: {status:?}\n{}",
+        std::fs::read_to_string(dir.join(format!("{run}.log"))).unwrap_or_default()
+    );
+}
+
+fn kind_api(client: &kube::Client, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let resource =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1alpha1", kind), plural);
+    Api::namespaced_with(client.clone(), "default", &resource)
+}
+
+/// A restart leaves the sample the user edited (with another field
+/// manager) and the one they deleted as they are, and says so; `--reset`
+/// puts both back. The server's field ownership is the judge, so this runs
+/// on both backends.
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_keeps_the_users_edits_and_deletions_and_reset_starts_over(backend: Backend) {
+    let cluster = Cluster::start(backend).await;
+    let client = cluster.client();
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        std::ffi::OsStr::new("--kubeconfig"),
+        cluster.kubeconfig().as_os_str(),
+    ];
+    let memcacheds = kind_api(&client, "cache.example.com", "Memcached", "memcacheds");
+    let databases = kind_api(&client, "db.example.com", "Database", "databases");
+
+    let dev = start_dev(&args, dir.path(), "first");
+    let first = ready_output(dir.path(), "first").await;
+    assert!(
+        first.contains("ready: bindings database, guestbook, memcached in service; admission policies disallow-privileged"),
+        "{first}"
+    );
+
+    // As `kubectl edit` and `kubectl delete` would (while the operator
+    // runs, so that it lets the Database go: it holds a finalizer).
+    memcacheds
+        .patch(
+            "memcached-sample",
+            &PatchParams {
+                field_manager: Some("kubectl-edit".into()),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(serde_json::json!({"spec": {"size": 5}})),
+        )
+        .await
+        .unwrap();
+    databases
+        .delete("orders", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for("the Database to be gone", async || {
+        databases
+            .get_opt("orders")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    stop_dev(dev, dir.path(), "first");
+
+    let dev = start_dev(&args, dir.path(), "again");
+    let again = ready_output(dir.path(), "again").await;
+    let size = |m: DynamicObject| m.data["spec"]["size"].as_i64();
+    assert_eq!(
+        size(memcacheds.get("memcached-sample").await.unwrap()),
+        Some(5)
+    );
+    assert!(
+        databases.get_opt("orders").await.unwrap().is_none(),
+        "the deleted sample came back"
+    );
+    assert!(
+        again.contains("Memcached default/memcached-sample: keeping your changes"),
+        "{again}"
+    );
+    assert!(
+        again
+            .contains("Database default/orders: deleted since it was installed, not created again"),
+        "{again}"
+    );
+    stop_dev(dev, dir.path(), "again");
+
+    let reset_args = [args[0], args[1], std::ffi::OsStr::new("--reset")];
+    let dev = start_dev(&reset_args, dir.path(), "reset");
+    ready_output(dir.path(), "reset").await;
+    assert_eq!(
+        size(memcacheds.get("memcached-sample").await.unwrap()),
+        Some(3)
+    );
+    assert!(
+        databases.get_opt("orders").await.unwrap().is_some(),
+        "--reset puts the sample back"
+    );
+    stop_dev(dev, dir.path(), "reset");
+    cluster.shutdown().await;
+}
+
+/// On the embedded API server the kubeconfig is written into the data
+/// directory, a restart finds the data there, and `--reset` deletes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_dev_keeps_its_kubeconfig_and_data_in_the_data_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let args = [std::ffi::OsStr::new("--data-dir"), data.as_os_str()];
+    let client = async || {
+        let kubeconfig = kube::config::Kubeconfig::read_from(data.join("kubeconfig")).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .unwrap();
+        kube::Client::try_from(config).unwrap()
+    };
+    let mine = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "mine", "namespace": "default"}});
+
+    let dev = start_dev(&args, dir.path(), "first");
+    let first = ready_output(dir.path(), "first").await;
+    assert!(
+        first.contains(&format!(
+            "export KUBECONFIG={}",
+            data.join("kubeconfig").display()
+        )),
+        "{first}"
+    );
+    assert!(
+        !dir.path().join("kubeconfig").exists(),
+        "nothing is written beside the data directory"
+    );
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client().await, "default");
+    maps.create(
+        &PostParams::default(),
+        &serde_json::from_value(mine).unwrap(),
+    )
+    .await
+    .unwrap();
+    stop_dev(dev, dir.path(), "first");
+
+    let dev = start_dev(&args, dir.path(), "again");
+    ready_output(dir.path(), "again").await;
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client().await, "default");
+    assert!(
+        maps.get_opt("mine").await.unwrap().is_some(),
+        "the data is kept"
+    );
+    stop_dev(dev, dir.path(), "again");
+
+    let reset_args = [args[0], args[1], std::ffi::OsStr::new("--reset")];
+    let dev = start_dev(&reset_args, dir.path(), "reset");
+    ready_output(dir.path(), "reset").await;
+    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client().await, "default");
+    assert!(
+        maps.get_opt("mine").await.unwrap().is_none(),
+        "--reset starts over"
+    );
+    let memcacheds = kind_api(
+        &client().await,
+        "cache.example.com",
+        "Memcached",
+        "memcacheds",
+    );
+    assert!(
+        memcacheds
+            .get_opt("memcached-sample")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    stop_dev(dev, dir.path(), "reset");
 }

@@ -1,8 +1,9 @@
-//! The memcached plugin in four languages: Rust (`plugins/memcached`),
+//! The memcached plugin in five languages: Rust (`plugins/memcached`),
 //! JavaScript (`plugins/memcached-js`, componentize-js), Python
-//! (`plugins/memcached-py`, componentize-py) and C (`plugins/memcached-c`,
-//! clang + wasi-libc + wit-bindgen). The same requests must get the same
-//! answers from all of them.
+//! (`plugins/memcached-py`, componentize-py), C (`plugins/memcached-c`,
+//! clang + wasi-libc + wit-bindgen) and Go (`plugins/memcached-go`, the
+//! standard Go toolchain + the Go SDK + wit-component). The same requests
+//! must get the same answers from all of them.
 //!
 //! The first run installs the JavaScript and Python toolchains into the
 //! user's cache (`~/.cache/gantry/toolchains`), which needs the npm registry
@@ -16,11 +17,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use gantry::runtime::{CallError, Limits, ReconcilerPlugin, Runtime, RuntimeSettings};
-use gantry::toolchain::{c, example_plugin, js, python, source_workspace_root};
+use gantry::toolchain::{c, example_plugin, go, js, python, source_workspace_root};
 use gantry_sdk::{ConditionStatus, PluginError, Request, Response, Trigger, json};
 use serde_json::Value;
 
-/// The three plugins, built and loaded once per test process.
+/// The five plugins, built and loaded once per test process.
 struct Plugins {
     all: Vec<(&'static str, Arc<ReconcilerPlugin>)>,
     bytes: Vec<(&'static str, Vec<u8>)>,
@@ -72,6 +73,9 @@ fn plugins() -> &'static Plugins {
         let c = timed("c", &|| {
             read(&c::build_plugin(&plugin_dir("memcached-c")).expect("C plugin builds"))
         });
+        let go = timed("go", &|| {
+            read(&go::build_plugin(&plugin_dir("memcached-go")).expect("Go plugin builds"))
+        });
         let load = |name: &str, bytes: &[u8]| {
             let plugin = runtime.load_reconciler(name, bytes).expect("plugin loads");
             assert!(plugin.validates_config(), "{name} exports validate-config");
@@ -83,8 +87,15 @@ fn plugins() -> &'static Plugins {
                 ("js", load("memcached-js", &js)),
                 ("python", load("memcached-py", &py)),
                 ("c", load("memcached-c", &c)),
+                ("go", load("memcached-go", &go)),
             ],
-            bytes: vec![("rust", rust), ("js", js), ("python", py), ("c", c)],
+            bytes: vec![
+                ("rust", rust),
+                ("js", js),
+                ("python", py),
+                ("c", c),
+                ("go", go),
+            ],
             cache,
         }
     })
@@ -415,4 +426,59 @@ fn the_python_plugin_stays_under_default_limits() {
 #[test]
 fn the_c_plugin_stays_under_default_limits() {
     stays_under_default_limits("c");
+}
+
+#[test]
+fn the_go_plugin_stays_under_default_limits() {
+    stays_under_default_limits("go");
+}
+
+/// A request of `objects` observed ConfigMaps of `bytes` bytes each.
+fn big_request(objects: usize, bytes: usize) -> Request {
+    let mut request = Request::for_parent(parent(json!({"size": 2})));
+    for i in 0..objects {
+        request.observed.push(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("filler-{i}"), "namespace": "default"},
+            "data": {"blob": "x".repeat(bytes)}
+        }));
+    }
+    request
+}
+
+/// Regression: the host copies a call's arguments into the instance through
+/// the Go SDK's `cabi_realloc`, and the component model traps ("cannot
+/// leave component instance") if the instance calls an import meanwhile.
+/// When `cabi_realloc` allocated from the Go heap, the allocations of a
+/// large request started a garbage collection, which reads the clock
+/// through WASI, and the call trapped. These requests (many strings; one
+/// larger than the SDK's 4 MiB arena, so that it grows) must be answered,
+/// the same as Rust answers them, again and again.
+#[test]
+fn large_requests_never_make_the_go_plugin_leave_its_instance() {
+    let plugins = plugins();
+    let plugin_of = |language: &str| {
+        &plugins
+            .all
+            .iter()
+            .find(|(l, _)| *l == language)
+            .expect("plugin")
+            .1
+    };
+    let (rust, go) = (plugin_of("rust"), plugin_of("go"));
+    let limits = Limits {
+        memory_bytes: 256 << 20,
+        ..relaxed()
+    };
+    for (objects, bytes) in [(4000, 64), (400, 4096), (600, 10_000)] {
+        let request = big_request(objects, bytes);
+        let expected = outcome(rust.reconcile_blocking(&request, &limits), Outcome::Ok);
+        for round in 0..3 {
+            let answer = outcome(go.reconcile_blocking(&request, &limits), Outcome::Ok);
+            assert_eq!(
+                answer, expected,
+                "{objects} objects of {bytes} bytes, round {round}"
+            );
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! (`test.sh`: build, `gantry plugin run` on the sample input, compare with
 //! `expected.yaml`) passes out of the box.
 //!
-//! JavaScript and Python need Node.js/npm and Python; their toolchains are
+//! JavaScript and Python need Node.js/npm and Python, Go needs `go`; their toolchains are
 //! installed into the user's cache on first use (as for `polyglot.rs`).
 
 use std::path::{Path, PathBuf};
@@ -65,6 +65,45 @@ fn scaffold_and_test(lang: &str, root: &Path) {
         "{lang}: scaffold built and passed its test in {:?}",
         started.elapsed()
     );
+
+    // `plugin bench` on the directory, with the scaffold's own config: one
+    // row, the plugin's (there is no native build of it to compare with).
+    let out = Command::new(GANTRY)
+        .args(["plugin", "bench", "--plugin"])
+        .arg(&dir)
+        .args([
+            "--parent",
+            "examples/parent.yaml",
+            "--config",
+            "examples/config.yaml",
+        ])
+        .args([
+            "--calls",
+            "5",
+            "--warmup",
+            "1",
+            "--deadline-ms",
+            "5000",
+            "--json",
+        ])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{lang}: plugin bench failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{lang}: {rows:?}");
+    assert!(
+        rows[0]["name"]
+            .as_str()
+            .unwrap()
+            .ends_with("(wasm, sandboxed)")
+    );
 }
 
 #[test]
@@ -85,6 +124,13 @@ fn a_scaffolded_python_plugin_passes_its_test() {
 #[test]
 fn a_scaffolded_c_plugin_passes_its_test() {
     scaffold_and_test("c", tempfile::tempdir().unwrap().path());
+}
+
+/// Go: `go test` of the logic, then the component built with the standard
+/// Go toolchain and run.
+#[test]
+fn a_scaffolded_go_plugin_passes_its_test() {
+    scaffold_and_test("go", tempfile::tempdir().unwrap().path());
 }
 
 #[test]

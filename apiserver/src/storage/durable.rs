@@ -40,14 +40,17 @@ pub(super) struct Durable {
     db: Database,
 }
 
+/// The file in the data directory that holds every object.
+pub const STORE_FILE: &str = "gantry.redb";
+
 type Loaded = (Durable, BTreeMap<String, Value>, u64);
 
 impl Durable {
-    /// Opens (creating) `dir/gantry.redb` and loads every object and the last RV.
+    /// Opens (creating) `dir/`[`STORE_FILE`] and loads every object and the last RV.
     /// A new `dir` is created 0700 and the file is kept 0600: it holds Secrets.
     pub(super) fn open(dir: &Path) -> Result<Loaded, DurableError> {
         crate::private_file::create_dir(dir)?;
-        let file = dir.join("gantry.redb");
+        let file = dir.join(STORE_FILE);
         crate::private_file::ensure(&file)?;
         let db = Database::create(file).map_err(redb_err)?;
         {

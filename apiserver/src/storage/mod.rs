@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-pub use durable::DurableError;
+pub use durable::{DurableError, STORE_FILE};
 
 /// Watch event type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,8 +2,8 @@
 //! memcached logic, three ways, in one run: a native Rust function call, the
 //! Rust plugin in the wasmtime sandbox, and the native function behind an
 //! HTTP webhook on loopback (JSON over HTTP/1.1 with keep-alive, the
-//! Metacontroller and Crossplane-function model). Optionally the JavaScript
-//! and Python builds of the same plugin too.
+//! Metacontroller and Crossplane-function model). Optionally the JavaScript,
+//! Python, C and Go builds of the same plugin too.
 
 use std::fmt::Write as _; // `write!` to a `String` cannot fail.
 use std::net::SocketAddr;
@@ -164,7 +164,7 @@ pub struct SizeResult {
 }
 
 /// Measure every size: native, `plugin` (the Rust memcached component),
-/// the webhook, then each of `others` (e.g. the JS and Python builds).
+/// the webhook, then each of `others` (e.g. the JS, Python, C and Go builds).
 pub fn run(
     plan: &DispatchPlan,
     plugin: &ReconcilerPlugin,

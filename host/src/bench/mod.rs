@@ -83,8 +83,10 @@ pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-/// The plugin through the sandbox, and the native Rust memcached logic, on
-/// the same request, in that order.
+/// The plugin through the sandbox and then, when the native Rust memcached
+/// logic gives the same answer to `request` (the plugin is memcached, in
+/// whatever language), that native logic: a plugin is only compared with
+/// a native build of itself.
 pub fn plugin_vs_native(
     plugin: &ReconcilerPlugin,
     request: &Request,
@@ -92,6 +94,7 @@ pub fn plugin_vs_native(
     warmup: usize,
     calls: usize,
 ) -> anyhow::Result<Vec<Measurement>> {
+    let answer = plugin.reconcile_blocking(request, limits)?;
     let wasm = measure(
         &format!("{} (wasm, sandboxed)", plugin.name()),
         warmup,
@@ -101,6 +104,10 @@ pub fn plugin_vs_native(
             Ok(())
         },
     )?;
+    let native_answer = memcached::Memcached::reconcile(request.clone());
+    if native_answer.ok().as_ref() != Some(&answer) {
+        return Ok(vec![wasm]);
+    }
     let native = measure("memcached (native Rust)", warmup, calls, || {
         memcached::Memcached::reconcile(request.clone())?;
         Ok(())
@@ -108,32 +115,42 @@ pub fn plugin_vs_native(
     Ok(vec![wasm, native])
 }
 
-/// A plain-text table of `rows`, with each row's cost relative to the last.
+/// A plain-text table of `rows`, with each row's cost relative to the last
+/// (no ratio column for a single row).
 pub fn render(rows: &[Measurement]) -> String {
-    render_against(rows, rows.len().saturating_sub(1))
+    table(rows, (rows.len() > 1).then(|| rows.len() - 1))
 }
 
 /// A plain-text table of `rows`, with each row's p50 relative to row `base`.
 pub fn render_against(rows: &[Measurement], base: usize) -> String {
-    let base = rows
-        .get(base)
-        .map_or(1.0, |r| r.p50.as_secs_f64())
-        .max(1e-12);
+    table(rows, Some(base))
+}
+
+/// The table of `rows`, with a ratio column against row `base` if any.
+fn table(rows: &[Measurement], base: Option<usize>) -> String {
+    let base = base.map(|b| rows.get(b).map_or(1.0, |r| r.p50.as_secs_f64()).max(1e-12));
     let mut out = format!(
-        "{:<36} {:>8} {:>12} {:>12} {:>12} {:>10}\n",
-        "implementation", "calls", "calls/s", "p50", "p99", "p50 ratio"
+        "{:<36} {:>8} {:>12} {:>12} {:>12}",
+        "implementation", "calls", "calls/s", "p50", "p99"
     );
+    if base.is_some() {
+        let _ = write!(out, " {:>10}", "p50 ratio");
+    }
+    out.push('\n');
     for r in rows {
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "{:<36} {:>8} {:>12.0} {:>12} {:>12} {:>9.1}x",
+            "{:<36} {:>8} {:>12.0} {:>12} {:>12}",
             r.name,
             r.calls,
             r.calls_per_sec,
             format!("{:.1?}", r.p50),
-            format!("{:.1?}", r.p99),
-            r.p50.as_secs_f64() / base
+            format!("{:.1?}", r.p99)
         );
+        if let Some(base) = base {
+            let _ = write!(out, " {:>9.1}x", r.p50.as_secs_f64() / base);
+        }
+        out.push('\n');
     }
     out
 }
@@ -141,6 +158,32 @@ pub fn render_against(rows: &[Measurement], base: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(name: &str, p50_micros: u64) -> Measurement {
+        Measurement {
+            name: name.into(),
+            calls: 10,
+            calls_per_sec: 100.0,
+            p50: Duration::from_micros(p50_micros),
+            p99: Duration::from_micros(p50_micros * 2),
+            samples: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn tables_give_ratios_against_the_last_row_and_none_for_one_row() {
+        let two = render(&[row("wasm", 40), row("native", 10)]);
+        let lines: Vec<&str> = two.lines().collect();
+        assert!(lines[0].ends_with("p50 ratio"), "{two}");
+        assert!(
+            lines[1].ends_with("4.0x") && lines[2].ends_with("1.0x"),
+            "{two}"
+        );
+        let one = render(&[row("wasm", 40)]);
+        assert!(!one.contains("ratio") && !one.contains("1.0x"), "{one}");
+        assert_eq!(one.lines().count(), 2, "{one}");
+        assert!(one.lines().nth(1).unwrap().starts_with("wasm"), "{one}");
+    }
 
     #[test]
     fn percentile_uses_nearest_rank() {

@@ -30,8 +30,8 @@ pub struct DispatchArgs {
     /// Unmeasured calls first.
     #[arg(long, default_value_t = 100)]
     warmup: usize,
-    /// Also the JavaScript and Python builds of memcached (builds them;
-    /// needs node/npm and Python).
+    /// Also the JavaScript, Python, C and Go builds of memcached (builds
+    /// them; needs node/npm, Python, clang and Go).
     #[arg(long)]
     polyglot: bool,
     /// Write latency charts (SVG) into this directory.
@@ -109,7 +109,12 @@ fn run_dispatch(args: &DispatchArgs) -> anyhow::Result<()> {
     let plugin = load("memcached")?;
     let mut others = Vec::new();
     if args.polyglot {
-        for name in ["memcached-js", "memcached-py"] {
+        for name in [
+            "memcached-js",
+            "memcached-py",
+            "memcached-c",
+            "memcached-go",
+        ] {
             let dir = crate::dev::example_dir(name);
             let path =
                 crate::toolchain::build_any(&dir, &crate::toolchain::BuildOptions::default())?;

@@ -104,9 +104,15 @@ pub struct DevArgs {
     /// Address of the embedded API server.
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: std::net::SocketAddr,
-    /// Do not create the sample Memcached and Database.
+    /// Do not create the sample Memcached, Database and Guestbook.
     #[arg(long)]
     no_samples: bool,
+    /// Start over: the examples and samples go in again over your changes
+    /// (and, on the embedded API server, everything else in it is deleted).
+    /// Without it, a start after the first leaves what you changed or
+    /// deleted as it is.
+    #[arg(long)]
+    reset: bool,
     /// Run against this existing cluster (kind, k3d, a real one) instead of
     /// the embedded API server. Its API server must reach the webhooks on
     /// this machine's loopback address, or set --webhook-url.
@@ -180,7 +186,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 &config,
                 &args.operator,
                 ["0.0.0.0:8081", "0.0.0.0:8080"],
-                false,
+                None,
             )
             .await
         })
@@ -192,9 +198,7 @@ pub fn dev(args: DevArgs) -> ExitCode {
 }
 
 async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
-    eprintln!("building the example plugins (first time: a few minutes)...");
-    let plugins = tokio::task::spawn_blocking(crate::toolchain::example_plugins).await??;
-    tracing::info!(dir = %plugins.display(), "example plugins built");
+    let components = build_dev_components().await?;
     match &args.kubeconfig {
         Some(kubeconfig) => {
             let client = cluster_client(Some(kubeconfig)).await?;
@@ -202,7 +206,7 @@ async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
                 .apiserver_version()
                 .await
                 .with_context(|| format!("reaching the cluster of {}", kubeconfig.display()))?;
-            install_dev(&client, &args).await?;
+            let expected = install_dev(&client, &args, components).await?;
             println!(
                 "gantry dev: cluster of {} (Kubernetes {})",
                 kubeconfig.display(),
@@ -211,22 +215,59 @@ async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
             println!("gantry dev: export KUBECONFIG={}", kubeconfig.display());
             print_try_line();
             let config = cluster_config(Some(kubeconfig)).await?;
-            operate(&config, &args.operator, ["127.0.0.1:0"; 2], true).await
+            operate(&config, &args.operator, ["127.0.0.1:0"; 2], Some(expected)).await
         }
-        None => Box::pin(dev_embedded(&args)).await,
+        None => Box::pin(dev_embedded(&args, components)).await,
     }
 }
 
-/// `gantry dev` on the embedded API server, with data kept between runs.
-async fn dev_embedded(args: &DevArgs) -> anyhow::Result<()> {
-    let base = user_cache_dir()
-        .context("no cache directory: set HOME or XDG_CACHE_HOME, or pass --data-dir")?
-        .join("dev");
-    let data_dir = args
-        .data_dir
-        .clone()
-        .unwrap_or_else(|| base.join("apiserver"));
-    let kubeconfig = data_dir.parent().unwrap_or(&base).join("kubeconfig");
+/// The components of the examples `gantry dev` installs, by name: each
+/// Rust crate built alone, Guestbook with Go. Says so when that takes a
+/// while (the first time, or after a change).
+async fn build_dev_components() -> anyhow::Result<Vec<(&'static str, Vec<u8>)>> {
+    let mut building = tokio::task::spawn_blocking(|| {
+        crate::dev::EXAMPLES
+            .iter()
+            .chain(crate::dev::POLICY_EXAMPLES)
+            .map(|&name| {
+                let component = crate::dev::build_example(name, crate::dev::RustBuild::Alone)?;
+                Ok((name, component))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+    });
+    let quick = tokio::time::timeout(Duration::from_secs(2), &mut building).await;
+    let built = if let Ok(built) = quick {
+        built
+    } else {
+        eprintln!(
+            "gantry dev: building the example plugins (the first build takes a few minutes)..."
+        );
+        building.await
+    };
+    built.context("building the example plugins")?
+}
+
+/// `gantry dev` on the embedded API server, with data kept between runs
+/// (the kubeconfig among them).
+async fn dev_embedded(
+    args: &DevArgs,
+    components: Vec<(&'static str, Vec<u8>)>,
+) -> anyhow::Result<()> {
+    let data_dir = match &args.data_dir {
+        Some(dir) => dir.clone(),
+        None => user_cache_dir()
+            .context("no cache directory: set HOME or XDG_CACHE_HOME, or pass --data-dir")?
+            .join("dev"),
+    };
+    if args.reset {
+        let store = data_dir.join(gantry_apiserver::storage::STORE_FILE);
+        match std::fs::remove_file(&store) {
+            Ok(()) => eprintln!("gantry dev: --reset: deleted {}", store.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("deleting {}", store.display())),
+        }
+    }
+    let kubeconfig = data_dir.join("kubeconfig");
     let config = gantry_apiserver::Config {
         listen: args.listen,
         data_dir: Some(data_dir.clone()),
@@ -239,7 +280,7 @@ async fn dev_embedded(args: &DevArgs) -> anyhow::Result<()> {
         .write_kubeconfig(&kubeconfig)
         .context("writing the kubeconfig")?;
     let client = server.client();
-    install_dev(&client, args).await?;
+    let expected = install_dev(&client, args, components).await?;
     println!(
         "gantry dev: API server at {} (data in {})",
         server.url(),
@@ -248,38 +289,84 @@ async fn dev_embedded(args: &DevArgs) -> anyhow::Result<()> {
     println!("gantry dev: export KUBECONFIG={}", kubeconfig.display());
     print_try_line();
     let operator_config = cluster_config(Some(&kubeconfig)).await?;
-    let result = operate(&operator_config, &args.operator, ["127.0.0.1:0"; 2], true).await;
+    let result = operate(
+        &operator_config,
+        &args.operator,
+        ["127.0.0.1:0"; 2],
+        Some(expected),
+    )
+    .await;
     server.shutdown().await;
     result
 }
 
 /// Install what `gantry dev` runs: the example CRDs and bindings, the
-/// example policies and, unless `--no-samples`, the sample parents.
-async fn install_dev(client: &kube::Client, args: &DevArgs) -> anyhow::Result<()> {
+/// example policies and, unless `--no-samples`, the sample parents. After
+/// the first start, what the user changed or deleted stays so (unless
+/// `--reset`); each such object is named. The example bindings that are
+/// there to be served.
+async fn install_dev(
+    client: &kube::Client,
+    args: &DevArgs,
+    components: Vec<(&'static str, Vec<u8>)>,
+) -> anyhow::Result<Vec<String>> {
+    use crate::dev::{Installer, install_example_with, install_policy_example_with};
     crate::dev::forget_webhook_configurations(client, args.operator.webhook_configuration_name())
         .await?;
     let options = args.operator.options();
-    for example in crate::dev::EXAMPLES {
-        crate::dev::install_example(client, example, &options.namespace).await?;
-    }
-    for example in crate::dev::POLICY_EXAMPLES {
-        crate::dev::install_policy_example(client, example, &options.namespace).await?;
+    let mut installer = Installer::for_cluster(client, &options.namespace, args.reset).await?;
+    let mut expected = Vec::new();
+    for (name, component) in components {
+        if crate::dev::POLICY_EXAMPLES.contains(&name) {
+            install_policy_example_with(&mut installer, name, &component).await?;
+        } else if install_example_with(&mut installer, name, component).await?
+            != crate::dev::Outcome::KeptDeleted
+        {
+            expected.push(name.to_string());
+        }
     }
     if !args.no_samples {
         for example in crate::dev::EXAMPLES {
-            crate::dev::apply_file(
-                client,
-                &crate::dev::example_dir(example).join("example.yaml"),
-            )
-            .await?;
+            crate::dev::install_samples_with(&mut installer, example).await?;
         }
     }
-    Ok(())
+    for line in installer.finish().await? {
+        println!("gantry dev: {line}");
+    }
+    Ok(expected)
+}
+
+/// Print one line when the operator is ready and the `expected` bindings
+/// serve (remote ones, such as Guestbook's, load after readiness), naming
+/// what is in service; after ten minutes, whatever serves by then.
+async fn say_when_ready(readiness: Arc<crate::controller::Readiness>, expected: Vec<String>) {
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(10);
+    let (bindings, policies) = loop {
+        let (bindings, policies) = readiness.in_service();
+        let all_serve = expected.iter().all(|name| bindings.contains(name));
+        if (readiness.report().0 && all_serve) || tokio::time::Instant::now() > deadline {
+            break (bindings, policies);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!(
+        "gantry dev: ready: bindings {} in service; admission policies {}",
+        list_or_none(&bindings),
+        list_or_none(&policies)
+    );
+}
+
+fn list_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "(none)".to_string()
+    } else {
+        names.join(", ")
+    }
 }
 
 fn print_try_line() {
     println!(
-        "gantry dev: try `kubectl get memcacheds,databases,deployments,statefulsets -A`; Ctrl-C stops"
+        "gantry dev: try `kubectl get memcacheds,databases,guestbooks,deployments,statefulsets -A`; Ctrl-C stops"
     );
 }
 
@@ -301,12 +388,14 @@ async fn serve_endpoint(
     Ok(Some(task))
 }
 
-/// Run the operator with its health and metrics endpoints until SIGINT/SIGTERM.
+/// Run the operator with its health and metrics endpoints until
+/// SIGINT/SIGTERM. `dev`, for `gantry dev`: the example bindings to name
+/// in a ready line once they serve (and the webhooks are local).
 async fn operate(
     config: &kube::Config,
     args: &OperatorArgs,
     defaults: [&str; 2],
-    local: bool,
+    dev: Option<Vec<String>>,
 ) -> anyhow::Result<()> {
     Shard::new(args.shard_index, args.shard_count).map_err(anyhow::Error::msg)?;
     let runtime = plugin_runtime()?;
@@ -377,7 +466,7 @@ async fn operate(
         &args.namespace,
         options.plugin_sources.clone(),
         &args.webhook,
-        local,
+        dev.is_some(),
         policy_metrics,
         async move {
             let _ = policies_stopped.await;
@@ -385,6 +474,9 @@ async fn operate(
     )
     .await?;
     options.readiness.set_policies(options.policies.clone());
+    if let Some(expected) = dev {
+        tokio::spawn(say_when_ready(options.readiness.clone(), expected));
+    }
     let result = tokio::select! {
         result = run_operator(client, runtime, options, metrics, shutdown_signal()) => result,
         () = leadership => Err(anyhow::anyhow!(

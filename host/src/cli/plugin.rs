@@ -19,7 +19,8 @@ use crate::toolchain::{self, BuildOptions};
 pub enum PluginCommand {
     /// Call a plugin once on local files and print its response as YAML.
     Run(RunArgs),
-    /// Measure a plugin's calls/s and latency beside native Rust memcached.
+    /// Measure a plugin's calls/s and latency (memcached: beside its native
+    /// Rust logic).
     Bench(BenchArgs),
     /// Build a plugin crate into a component.
     Build(BuildArgs),
@@ -49,6 +50,8 @@ pub enum Lang {
     Python,
     /// C, with clang, wasi-libc and wit-bindgen.
     C,
+    /// Go, with the standard Go toolchain and the Go SDK.
+    Go,
 }
 
 #[derive(Debug, Args)]
@@ -61,7 +64,7 @@ pub struct NewArgs {
     /// Where to create it (default: ./NAME); must be missing or empty.
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Rust: the `gantry-sdk` directory (default: this Gantry source tree's).
+    /// Rust: the `gantry-sdk` directory; Go: the `go-sdk` directory (default: this Gantry source tree's).
     #[arg(long)]
     sdk: Option<PathBuf>,
 }
@@ -180,6 +183,7 @@ fn new_project(args: &NewArgs) -> ExitCode {
         Lang::Js => toolchain::Language::JavaScript,
         Lang::Python => toolchain::Language::Python,
         Lang::C => toolchain::Language::C,
+        Lang::Go => toolchain::Language::Go,
     };
     let dir = args
         .dir

@@ -2,6 +2,7 @@
 //! writes that would change nothing, and pruning what is no longer desired.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use kube::runtime::reflector::ObjectRef;
@@ -14,6 +15,7 @@ use super::binding::CHILD_LABEL;
 use super::context::{BindingContext, ChildKey, controller_owner, is_our_child, object_key};
 use super::guardrails::DesiredChild;
 use super::intent::{fingerprint, reflects};
+use super::settle::Written;
 
 /// What applying the children did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +53,7 @@ pub struct Intent {
 
 impl Intent {
     /// The child as the cache has it now, if it does.
-    pub fn cached(&self, ctx: &BindingContext) -> Option<std::sync::Arc<DynamicObject>> {
+    pub fn cached(&self, ctx: &BindingContext) -> Option<Arc<DynamicObject>> {
         let kind = &ctx.children[self.kind];
         let reference = ObjectRef::new_with(&self.child.name, kind.info.resource.clone());
         let reference = match &self.child.namespace {
@@ -135,11 +137,13 @@ pub fn step(
     }
 }
 
-/// Apply every intent of `parent`.
+/// Apply every intent of `parent`; what the API server returned goes into
+/// `written`.
 pub async fn apply_children(
     ctx: &BindingContext,
     parent: &DynamicObject,
     intents: &[Intent],
+    written: &mut Written,
 ) -> Result<ApplyStats, ReconcileError> {
     let uid = parent.uid().unwrap_or_default();
     let parent_key = object_key(parent);
@@ -155,7 +159,9 @@ pub async fn apply_children(
         );
         let print = fingerprint(object);
         let api = kind.info.api(&ctx.client, child.namespace.as_deref());
-        let cached = intent.cached(ctx);
+        let cached = written
+            .applied_object(intent.kind, child.namespace.as_deref(), &child.name)
+            .or_else(|| intent.cached(ctx));
         let live = cached
             .as_deref()
             .map(|live| (live, kind.info.to_json(live)));
@@ -184,21 +190,30 @@ pub async fn apply_children(
             }
             Step::Apply => {}
         }
-        api.patch(
-            &child.name,
-            &PatchParams::apply(&manager).force(),
-            &Patch::Apply(object),
-        )
-        .instrument(tracing::info_span!("apply", child = %child.display()))
-        .await
-        .map_err(|e| ReconcileError::Apply {
-            child: child.display(),
-            source: e,
-        })?;
+        let returned = api
+            .patch(
+                &child.name,
+                &PatchParams::apply(&manager).force(),
+                &Patch::Apply(object),
+            )
+            .instrument(tracing::info_span!("apply", child = %child.display()))
+            .await
+            .map_err(|e| ReconcileError::Apply {
+                child: child.display(),
+                source: e,
+            })?;
         ctx.with_state(&parent_key, |s| s.record_applied(key, print));
+        written.applied(intent.kind, without_managed_fields(returned));
         stats.applied += 1;
     }
     Ok(stats)
+}
+
+/// `obj` as the caches keep it: without `managedFields`, which nothing
+/// reads and which can outweigh the object itself.
+pub fn without_managed_fields(mut obj: DynamicObject) -> DynamicObject {
+    obj.metadata.managed_fields = None;
+    obj
 }
 
 fn not_ours(child: &DesiredChild, live: &DynamicObject) -> ReconcileError {
@@ -210,15 +225,16 @@ fn not_ours(child: &DesiredChild, live: &DynamicObject) -> ReconcileError {
     }
 }
 
-/// Delete children of `parent` that carry our label and controller
-/// reference but are no longer desired (with a UID precondition). Returns
-/// how many were deleted.
+/// Delete the `observed` children of `parent` that carry our label and
+/// controller reference but are no longer desired (with a UID
+/// precondition), noting each in `written`. Returns how many were deleted.
 pub async fn prune_children(
     ctx: &BindingContext,
     parent: &DynamicObject,
     intents: &[Intent],
+    observed: Vec<(usize, Arc<DynamicObject>)>,
+    written: &mut Written,
 ) -> Result<usize, ReconcileError> {
-    let uid = parent.uid().unwrap_or_default();
     // Kinds are told apart by group and kind: `v1 ConfigMap` and a custom
     // `ConfigMap` of another group are different children.
     let wanted: HashSet<(&str, &str, Option<&str>, &str)> = intents
@@ -234,7 +250,7 @@ pub async fn prune_children(
         })
         .collect();
     let mut pruned = 0;
-    for (index, obj) in ctx.observed_children(&uid) {
+    for (index, obj) in observed {
         let kind = &ctx.children[index].info;
         let name = obj.name_any();
         let namespace = obj.namespace();
@@ -259,7 +275,10 @@ pub async fn prune_children(
             .delete(&name, &params)
             .await
         {
-            Ok(_) => pruned += 1,
+            Ok(_) => {
+                pruned += 1;
+                written.pruned(index, namespace.clone(), name.clone());
+            }
             // Already gone, or replaced by another object of that name.
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
             Err(e) => return Err(ReconcileError::Kube(e)),

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use gantry_sdk::Trigger;
 use kube::api::DynamicObject;
 use kube::runtime::Controller;
@@ -239,7 +239,12 @@ impl Lifecycle for Bindings {
                 if let Some(report) = &report {
                     metrics.record_shadow(&spec.name, report, shadow_started.elapsed());
                     if let Some(why) = report.refusal(&spec.rollout) {
-                        return Err(Refusal::new("ShadowRunFailed", why));
+                        let refusal = Refusal::new("ShadowRunFailed", why);
+                        return Err(if report.retry_when_judged(&spec.rollout) {
+                            refusal.transient()
+                        } else {
+                            refusal
+                        });
                     }
                 }
                 Some(report.map_or_else(
@@ -402,11 +407,14 @@ impl Bindings {
     fn start(&self, spec: Arc<BindingSpec>, watches: Watches) -> Active {
         let ctx = watches.ctx.clone();
         let attached = watches.attach();
-        let mut controller = Controller::for_stream_with(
-            attached.parents,
-            ctx.parents.clone(),
-            ctx.parent.resource.clone(),
-        );
+        // A parent's events that are our own writes, or that come during
+        // its reconcile, are judged by its ledger (see `ParentState`).
+        let news = ctx.clone();
+        let parents = attached
+            .parents
+            .try_filter(move |parent| std::future::ready(news.parent_changed(parent)));
+        let mut controller =
+            Controller::for_stream_with(parents, ctx.parents.clone(), ctx.parent.resource.clone());
         for (kind, changes) in ctx.children.iter().zip(attached.children) {
             let mapper = child_mapper(ctx.clone(), kind.info.clone());
             controller =
@@ -571,10 +579,14 @@ fn child_mapper(
             Some(ns) => format!("{ns}/{}", owner.name),
             None => owner.name.clone(),
         };
-        ctx.note_trigger(
-            &key,
-            Trigger::ChildChanged(BindingContext::object_ref(&info, &child)),
+        let version = (
+            (info.kind.clone(), child.namespace(), child.name_any()),
+            child.resource_version().unwrap_or_default(),
         );
+        let trigger = Trigger::ChildChanged(BindingContext::object_ref(&info, &child));
+        if !ctx.child_changed(&key, version, trigger) {
+            return None;
+        }
         let parent = ObjectRef::new_with(&owner.name, ctx.parent.resource.clone());
         Some(match namespace {
             Some(ns) => parent.within(&ns),
@@ -595,13 +607,13 @@ fn related_mapper(
             .state()
             .into_iter()
             .filter(|parent| related.matches(&obj, parent.namespace().as_deref()))
-            .map(|parent| {
-                ctx.note_trigger(
-                    &super::context::object_key(&parent),
+            .filter(|parent| {
+                ctx.related_changed(
+                    &super::context::object_key(parent),
                     Trigger::RelatedChanged(reference.clone()),
-                );
-                ObjectRef::from_obj_with(parent.as_ref(), ctx.parent.resource.clone())
+                )
             })
+            .map(|parent| ObjectRef::from_obj_with(parent.as_ref(), ctx.parent.resource.clone()))
             .collect()
     }
 }

@@ -186,7 +186,7 @@ pub struct Current {
     pub spec: Arc<BindingSpec>,
 }
 
-pub use super::ledger::{ChildKey, ParentState};
+pub use super::ledger::{ChildKey, ChildVersion, ParentState};
 
 /// Everything one binding's controller shares.
 pub struct BindingContext {
@@ -221,6 +221,38 @@ pub struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A reconcile of one parent, holding its changes until it ends.
+pub struct Reconciling<'a> {
+    ctx: &'a BindingContext,
+    key: Option<String>,
+}
+
+impl Reconciling<'_> {
+    /// The reconcile ended: whether a change held meanwhile calls for
+    /// another. A parent forgotten meanwhile stays forgotten.
+    pub fn end(mut self) -> bool {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> bool {
+        let Some(key) = self.key.take() else {
+            return false;
+        };
+        self.ctx
+            .state
+            .lock()
+            .unwrap()
+            .get_mut(&key)
+            .is_some_and(ParentState::end_reconcile)
+    }
+}
+
+impl Drop for Reconciling<'_> {
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 
@@ -305,11 +337,39 @@ impl BindingContext {
         self.state.lock().unwrap().remove(key);
     }
 
-    /// Remember that a child or related object of `parent_key` changed.
-    /// Of several changes before the next reconcile, a related object's
-    /// wins over a child's: children change after every apply of ours.
-    pub fn note_trigger(&self, parent_key: &str, trigger: Trigger) {
-        self.with_state(parent_key, |s| s.note_trigger(trigger));
+    /// `parent` changed: whether that calls for a reconcile now (see
+    /// [`ParentState::parent_changed`]).
+    pub fn parent_changed(&self, parent: &DynamicObject) -> bool {
+        let version = parent.metadata.resource_version.as_deref().unwrap_or("");
+        self.with_state(&object_key(parent), |s| s.parent_changed(version))
+    }
+
+    /// A child of `parent_key` changed to `version`: whether that calls for
+    /// a reconcile now (see [`ParentState::child_changed`]).
+    pub fn child_changed(&self, parent_key: &str, version: ChildVersion, trigger: Trigger) -> bool {
+        self.with_state(parent_key, |s| s.child_changed(version, trigger))
+    }
+
+    /// A related object of `parent_key` changed: whether that calls for a
+    /// reconcile now.
+    pub fn related_changed(&self, parent_key: &str, trigger: Trigger) -> bool {
+        self.with_state(parent_key, |s| s.related_changed(trigger))
+    }
+
+    /// A reconcile of `parent_key` begins: its changes are held until the
+    /// guard ends (or drops).
+    pub fn begin_reconcile(&self, parent_key: &str) -> Reconciling<'_> {
+        self.with_state(parent_key, ParentState::begin_reconcile);
+        Reconciling {
+            ctx: self,
+            key: Some(parent_key.to_string()),
+        }
+    }
+
+    /// Our own apply left a child of `parent_key` at `version`, and the
+    /// plugin has seen it.
+    pub fn note_own_child(&self, parent_key: &str, version: ChildVersion) {
+        self.with_state(parent_key, |s| s.note_own_child(version));
     }
 
     /// Why this reconcile of `parent` happens, and record it as seen.

@@ -3,7 +3,7 @@
 //! status it last wrote, and how often it failed in a row. Nothing here
 //! talks to the API server, so every rule is tested on its own.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use gantry_sdk::Trigger;
 use serde_json::Value;
@@ -16,6 +16,14 @@ pub type ChildKey = (KindRef, Option<String>, String);
 /// How many resourceVersions of our own writes are remembered: a
 /// reconcile may still run on an older cached copy of the parent.
 const OWN_WRITES: usize = 4;
+
+/// A child as one write left it: its key and its resourceVersion.
+pub type ChildVersion = (ChildKey, String);
+
+/// How many child versions of our own writes, already shown to the
+/// plugin, are remembered per parent: their events may come after the
+/// next reconcile has begun.
+const OWN_CHILD_WRITES: usize = 64;
 
 /// The bookkeeping of one parent.
 #[derive(Debug, Default)]
@@ -37,6 +45,25 @@ pub struct ParentState {
     status: Option<u64>,
     /// The plugin's part of the status last applied.
     plugin_status: Option<Value>,
+    /// Children as our own applies left them and the plugin saw them:
+    /// their events are not news.
+    own_children: VecDeque<ChildVersion>,
+    /// A reconcile is running: changes are held until it ends, when what
+    /// it did not write itself calls for another.
+    reconciling: bool,
+    /// Changes held during the running reconcile.
+    held: Vec<Held>,
+    /// The last reconcile ended with news held: the next runs at once,
+    /// whether that reconcile succeeded or failed.
+    rerun: bool,
+}
+
+/// A change that came during a reconcile.
+#[derive(Debug)]
+enum Held {
+    Parent(String),
+    Child(ChildVersion, Trigger),
+    Other(Trigger),
 }
 
 impl ParentState {
@@ -83,6 +110,90 @@ impl ParentState {
         if self.seen.len() > OWN_WRITES {
             self.seen.remove(0);
         }
+    }
+
+    /// A reconcile begins: changes are held until [`Self::end_reconcile`].
+    pub fn begin_reconcile(&mut self) {
+        self.reconciling = true;
+        self.rerun = false;
+        self.held.clear();
+    }
+
+    /// The parent changed to `version`: whether that calls for a
+    /// reconcile now (not our own write, and none running).
+    pub fn parent_changed(&mut self, version: &str) -> bool {
+        if self.seen.iter().any(|v| v == version) {
+            return false;
+        }
+        if self.reconciling {
+            self.held.push(Held::Parent(version.to_string()));
+            return false;
+        }
+        true
+    }
+
+    /// A child changed to `version` (`trigger` says which): whether that
+    /// calls for a reconcile now. Our own writes that the plugin has seen
+    /// are not news; changes during a reconcile wait for its end.
+    pub fn child_changed(&mut self, version: ChildVersion, trigger: Trigger) -> bool {
+        if self.own_children.contains(&version) {
+            return false;
+        }
+        if self.reconciling {
+            self.held.push(Held::Child(version, trigger));
+            return false;
+        }
+        self.note_trigger(trigger);
+        true
+    }
+
+    /// A related object changed: a reconcile now, unless one is running.
+    pub fn related_changed(&mut self, trigger: Trigger) -> bool {
+        if self.reconciling {
+            self.held.push(Held::Other(trigger));
+            return false;
+        }
+        self.note_trigger(trigger);
+        true
+    }
+
+    /// Our own apply left a child at `version`, and the plugin has been
+    /// shown it: its event is not news.
+    pub fn note_own_child(&mut self, version: ChildVersion) {
+        self.own_children.push_back(version);
+        if self.own_children.len() > OWN_CHILD_WRITES {
+            self.own_children.pop_front();
+        }
+    }
+
+    /// The reconcile ended: whether a change held meanwhile calls for
+    /// another (one the reconcile did not make and show the plugin itself).
+    pub fn end_reconcile(&mut self) -> bool {
+        self.reconciling = false;
+        let mut news = false;
+        for held in std::mem::take(&mut self.held) {
+            match held {
+                Held::Parent(version) => news |= !self.seen.contains(&version),
+                Held::Child(version, trigger) => {
+                    if !self.own_children.contains(&version) {
+                        self.note_trigger(trigger);
+                        news = true;
+                    }
+                }
+                Held::Other(trigger) => {
+                    self.note_trigger(trigger);
+                    news = true;
+                }
+            }
+        }
+        self.rerun = news;
+        news
+    }
+
+    /// Whether the reconcile that just ended held news, so the next runs
+    /// at once rather than after a backoff; asks once.
+    pub fn take_rerun(&mut self) -> bool {
+        std::mem::take(&mut self.rerun)
     }
 
     /// Whether the plugin asked to be called again.
@@ -227,6 +338,90 @@ mod tests {
         assert_eq!(
             state.plugin_status(),
             Some(&serde_json::json!({"ready": 3}))
+        );
+    }
+
+    fn config_map(name: &str) -> ChildKey {
+        (
+            KindRef {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+            },
+            Some("default".into()),
+            name.into(),
+        )
+    }
+
+    #[test]
+    fn our_own_child_writes_the_plugin_saw_are_not_news() {
+        let mut state = ParentState::default();
+        state.take_trigger("1", "d");
+        let ours = (config_map("a"), "10".to_string());
+        state.note_own_child(ours.clone());
+        assert!(!state.child_changed(ours, child_changed("a")));
+        assert_eq!(state.take_trigger("1", "d"), Trigger::Resync);
+        // Someone else's change of the same child is.
+        assert!(state.child_changed((config_map("a"), "11".into()), child_changed("a")));
+        assert_eq!(state.take_trigger("1", "d"), child_changed("a"));
+    }
+
+    #[test]
+    fn changes_during_a_reconcile_are_judged_at_its_end() {
+        let mut state = ParentState::default();
+        state.take_trigger("1", "d");
+        state.begin_reconcile();
+        // Its own writes: events come before the reconcile records them.
+        assert!(!state.child_changed((config_map("a"), "10".into()), child_changed("a")));
+        assert!(!state.parent_changed("12"));
+        state.note_own_child((config_map("a"), "10".into()));
+        state.note_own_write(Some("12".into()));
+        assert!(!state.end_reconcile(), "only our own writes came");
+        assert!(!state.parent_changed("12"));
+
+        state.begin_reconcile();
+        assert!(!state.child_changed((config_map("b"), "20".into()), child_changed("b")));
+        assert!(
+            state.end_reconcile(),
+            "a write the reconcile did not make calls for another"
+        );
+        assert_eq!(state.take_trigger("12", "d"), child_changed("b"));
+
+        state.begin_reconcile();
+        assert!(!state.parent_changed("30"));
+        assert!(state.end_reconcile(), "the parent changed meanwhile");
+        assert!(
+            state.parent_changed("31"),
+            "no reconcile running: news at once"
+        );
+        state.begin_reconcile();
+        assert!(!state.related_changed(related_changed("s")));
+        assert!(state.end_reconcile());
+        assert_eq!(state.take_trigger("12", "d"), related_changed("s"));
+    }
+
+    #[test]
+    fn news_held_through_a_reconcile_asks_once_for_a_rerun() {
+        let mut state = ParentState::default();
+        state.take_trigger("1", "d");
+        state.begin_reconcile();
+        assert!(!state.parent_changed("2"));
+        assert!(state.end_reconcile());
+        assert!(state.take_rerun(), "the news asks for a rerun");
+        assert!(!state.take_rerun(), "once");
+
+        state.begin_reconcile();
+        state.note_own_write(Some("3".into()));
+        assert!(!state.parent_changed("3"));
+        assert!(!state.end_reconcile());
+        assert!(!state.take_rerun(), "our own write is no news");
+
+        state.begin_reconcile();
+        assert!(!state.related_changed(related_changed("s")));
+        state.end_reconcile();
+        state.begin_reconcile();
+        assert!(
+            !state.take_rerun(),
+            "a new reconcile forgets the last one's news"
         );
     }
 

@@ -83,6 +83,8 @@ pub struct BindingCounters {
     pub plugin_load_failures: u64,
     /// Seconds the last shadow run took (0 before the first).
     pub last_shadow_seconds: f64,
+    /// Reconciles running now.
+    pub in_flight: i64,
 }
 
 /// All metrics of the operator, and whether it is ready.
@@ -478,6 +480,7 @@ impl Metrics {
             plugin_swaps: count(&self.plugin_swaps),
             plugin_load_failures: count(&self.plugin_load_failures),
             last_shadow_seconds: self.shadow_seconds.get_or_create(&label).get(),
+            in_flight: self.in_flight.get_or_create(&label).get(),
         }
     }
 }

@@ -24,6 +24,7 @@ pub mod offline;
 pub mod readiness;
 pub mod reconcile;
 pub mod rollout;
+pub mod settle;
 pub mod shard;
 pub mod status;
 pub mod watches;

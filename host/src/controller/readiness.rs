@@ -59,6 +59,20 @@ impl Readiness {
         }
     }
 
+    /// The bindings and the admission policies in service now, by name.
+    pub fn in_service(&self) -> (Vec<String>, Vec<String>) {
+        let bindings = self.bindings.lock().unwrap().keys().cloned().collect();
+        let mut policies: Vec<String> = self
+            .policies
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|p| p.all().iter().map(|p| p.config_map.clone()).collect())
+            .unwrap_or_default();
+        policies.sort();
+        (bindings, policies)
+    }
+
     /// Whether the operator is ready, and a line saying why (not).
     pub fn report(&self) -> (bool, String) {
         if !self.loaded.load(Ordering::SeqCst) {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gantry_sdk::{EventType, Request, Response};
+use gantry_sdk::{EventType, Request, Response, Trigger};
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType as KubeEventType};
@@ -13,8 +13,9 @@ use tracing::Instrument;
 
 use super::apply::Intent;
 use super::binding::BindingSpec;
-use super::context::{BindingContext, ParentState, object_key};
+use super::context::{BindingContext, Current, ParentState, object_key};
 use super::guardrails::{self, DesiredChild, Rules};
+use super::settle::{self, Written};
 use super::status::{self, Outcome};
 use super::{ReconcileError, apply, finalizer};
 use crate::policy::guardrails::{self as guardrail_policies, ChildIntent};
@@ -47,10 +48,17 @@ pub async fn reconcile(
         trace_id = tracing::field::Empty,
     );
     crate::telemetry::record_trace_id(&span);
+    let reconciling = ctx.begin_reconcile(&object_key(&parent));
     let inner = reconcile_inner(&parent, &ctx).instrument(span);
     let result = match tokio::time::timeout(timeout, inner).await {
         Ok(result) => result,
         Err(_) => Err(ReconcileError::Timeout(timeout)),
+    };
+    // A change that came meanwhile and was not this reconcile's own write:
+    // again at once (after a failure, `error_policy` sees to that).
+    let result = match (reconciling.end(), result) {
+        (true, Ok(_)) => Ok(Action::requeue(Duration::ZERO)),
+        (_, result) => result,
     };
     ctx.shared
         .metrics
@@ -96,46 +104,11 @@ async fn reconcile_inner(
         return Err(ReconcileError::CachesNotReady);
     }
 
-    let request = request(ctx, parent, spec, trigger);
-
-    let plugin = &current.plugin;
-    let called = std::time::Instant::now();
-    let result = plugin
-        .reconcile(request, spec.call_limits())
-        .instrument(tracing::info_span!(
-            "plugin_call",
-            plugin = plugin.name(),
-            digest = plugin.digest()
-        ))
-        .await;
-    ctx.shared
-        .metrics
-        .record_plugin_call(plugin.name(), plugin.digest(), called.elapsed());
-    let response = match result {
-        Ok(response) => response,
-        Err(error) => {
-            ctx.shared.metrics.record_plugin_failure(
-                &ctx.name,
-                error.kind(),
-                error.is_limit_breach(),
-            );
-            return fail(
-                ctx,
-                parent,
-                current.plugin.digest(),
-                ReconcileError::Plugin(error),
-            )
-            .await;
-        }
-    };
-    let intents = match checked_intents(ctx, parent, spec, &response).await {
-        Ok(intents) => intents,
+    let (response, events) = match settle(ctx, parent, &current, trigger).await {
+        Ok(answer) => answer,
         Err(error) => return fail(ctx, parent, current.plugin.digest(), error).await,
     };
-    if let Err(error) = write_children(ctx, parent, &intents).await {
-        return fail(ctx, parent, current.plugin.digest(), error).await;
-    }
-    publish_plugin_events(ctx, parent, &response).await;
+    publish_plugin_events(ctx, parent, &events).await;
     if ctx.parent.has_status {
         status::write_status(
             ctx,
@@ -165,6 +138,67 @@ async fn reconcile_inner(
     })
 }
 
+/// Call the plugin, check its answer and write the children; again, on the
+/// children as the API server returned them, while the writes change them
+/// (see [`settle`](super::settle)). The last answer, with the events of all.
+async fn settle(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    current: &Current,
+    mut trigger: Trigger,
+) -> Result<(Response, Vec<gantry_sdk::Event>), ReconcileError> {
+    let key = object_key(parent);
+    let uid = parent.uid().unwrap_or_default();
+    let mut written = Written::default();
+    let mut events: Vec<gantry_sdk::Event> = Vec::new();
+    for call in 1.. {
+        let observed = written.observed(ctx.observed_children(&uid));
+        for version in written.shown(&ctx.children) {
+            ctx.note_own_child(&key, version);
+        }
+        let request = request_observing(ctx, parent, &current.spec, trigger.clone(), &observed);
+        let response = call_plugin(ctx, current, request).await?;
+        for event in &response.events {
+            if !events.contains(event) {
+                events.push(event.clone());
+            }
+        }
+        let intents = checked_intents(ctx, parent, &current.spec, &response).await?;
+        write_children(ctx, parent, &intents, observed, &mut written).await?;
+        match written.trigger(&ctx.children) {
+            Some(next) if call < settle::MAX_CALLS && written.changed_since_call() => {
+                trigger = next;
+            }
+            _ => return Ok((response, events)),
+        }
+    }
+    unreachable!("the loop returns by its last call")
+}
+
+/// Call the plugin in service, with its metrics and trace span.
+async fn call_plugin(
+    ctx: &BindingContext,
+    current: &Current,
+    request: Request,
+) -> Result<Response, ReconcileError> {
+    let plugin = &current.plugin;
+    let called = std::time::Instant::now();
+    let result = plugin
+        .reconcile(request, current.spec.call_limits())
+        .instrument(tracing::info_span!(
+            "plugin_call",
+            plugin = plugin.name(),
+            digest = plugin.digest()
+        ))
+        .await;
+    let metrics = &ctx.shared.metrics;
+    metrics.record_plugin_call(plugin.name(), plugin.digest(), called.elapsed());
+    result.map_err(|error| {
+        metrics.record_plugin_failure(&ctx.name, error.kind(), error.is_limit_breach());
+        ReconcileError::Plugin(error)
+    })
+}
+
 /// The request the plugin of `spec` gets for `parent`: observed children and
 /// related objects from the caches, the binding's config, `finalizing` when
 /// the parent is going.
@@ -174,11 +208,22 @@ pub fn request(
     spec: &BindingSpec,
     trigger: gantry_sdk::Trigger,
 ) -> Request {
-    let uid = parent.uid().unwrap_or_default();
-    let observed = ctx
-        .observed_children(&uid)
-        .into_iter()
-        .map(|(index, obj)| ctx.children[index].info.to_json(&obj))
+    let observed = ctx.observed_children(&parent.uid().unwrap_or_default());
+    request_observing(ctx, parent, spec, trigger, &observed)
+}
+
+/// The request for `parent` with `observed` children (of the binding's
+/// child kinds, by index).
+fn request_observing(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    spec: &BindingSpec,
+    trigger: gantry_sdk::Trigger,
+    observed: &[(usize, Arc<DynamicObject>)],
+) -> Request {
+    let observed = observed
+        .iter()
+        .map(|(index, obj)| ctx.children[*index].info.to_json(obj))
         .collect();
     Request {
         parent: ctx.parent.to_json(parent),
@@ -309,9 +354,11 @@ async fn write_children(
     ctx: &BindingContext,
     parent: &DynamicObject,
     intents: &[Intent],
+    observed: Vec<(usize, Arc<DynamicObject>)>,
+    written: &mut Written,
 ) -> Result<(), ReconcileError> {
-    let stats = apply::apply_children(ctx, parent, intents).await?;
-    let pruned = apply::prune_children(ctx, parent, intents)
+    let stats = apply::apply_children(ctx, parent, intents, written).await?;
+    let pruned = apply::prune_children(ctx, parent, intents, observed, written)
         .instrument(tracing::info_span!("prune"))
         .await?;
     ctx.shared
@@ -351,8 +398,12 @@ async fn fail(
 
 /// The plugin's events, one Event write per type and reason: repeats in
 /// one response are folded into the first, with a count.
-async fn publish_plugin_events(ctx: &BindingContext, parent: &DynamicObject, response: &Response) {
-    for (event, repeats) in super::events::aggregate(&response.events) {
+async fn publish_plugin_events(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    events: &[gantry_sdk::Event],
+) {
+    for (event, repeats) in super::events::aggregate(events) {
         let kind = match event.event_type {
             EventType::Normal => KubeEventType::Normal,
             EventType::Warning => KubeEventType::Warning,
@@ -414,7 +465,13 @@ pub fn error_policy(
     error: &ReconcileError,
     ctx: Arc<BindingContext>,
 ) -> Action {
-    let failures = ctx.with_state(&object_key(&parent), |s| s.failures());
+    let (failures, rerun) =
+        ctx.with_state(&object_key(&parent), |s| (s.failures(), s.take_rerun()));
+    // News held during the failed reconcile is news like any other: it is
+    // looked at now, not after the backoff (or never, for a lasting error).
+    if rerun {
+        return Action::requeue(Duration::ZERO);
+    }
     let spec = ctx.current().spec.clone();
     if !error.retryable() {
         return spec

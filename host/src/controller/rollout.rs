@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use gantry_sdk::Trigger;
+use gantry_sdk::{Request, Trigger};
 use kube::api::DynamicObject;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Value, json};
@@ -202,6 +202,14 @@ impl ShadowReport {
         None
     }
 
+    /// Whether a refusal may turn out otherwise once every parent can be
+    /// judged: some could not, and the version failed nowhere the running
+    /// one succeeds (a first version failing on every parent judged may
+    /// answer the rest).
+    pub fn retry_when_judged(&self, rollout: &RolloutSpec) -> bool {
+        self.unjudged > 0 && self.failed <= rollout.max_failures
+    }
+
     /// Count one parent: the running version's answer, if one serves it,
     /// and the new version's.
     fn count(&mut self, parent: String, running: Option<Answer>, candidate: Answer) {
@@ -284,13 +292,24 @@ async fn judged_answer(
     spec: &BindingSpec,
 ) -> Result<Value, ReconcileError> {
     let request = request(ctx, parent, spec, Trigger::Resync);
+    answer_to(ctx, parent, plugin, spec, request).await
+}
+
+/// The answer of `plugin` to `request`, judged as a reconcile would judge it.
+async fn answer_to(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    plugin: &Arc<ReconcilerPlugin>,
+    spec: &BindingSpec,
+    request: Request,
+) -> Result<Value, ReconcileError> {
     let response = plugin
         .reconcile(request, spec.call_limits())
         .await
         .map_err(ReconcileError::Plugin)?;
     let intents = checked_intents(ctx, parent, spec, &response).await?;
     let mut children: Vec<&Value> = intents.iter().map(|i| &i.object).collect();
-    children.sort_by_key(ToString::to_string);
+    children.sort_by_cached_key(ToString::to_string);
     Ok(json!({
         "children": children,
         "status": response.status,
@@ -319,19 +338,30 @@ pub async fn shadow_run(
     // Counted as they come: no answer is kept past its comparison.
     let mut outcomes = futures::stream::iter(parents)
         .map(|parent| async move {
-            let baseline = match running {
-                Some(ctx) if ctx.spec.parent.same_kind(&new_spec.parent) => {
+            let served = running
+                .filter(|ctx| ctx.spec.parent.same_kind(&new_spec.parent))
+                .and_then(|ctx| Some((ctx, same_parent(ctx, &parent)?)));
+            let (baseline, candidate) = match served {
+                // The same caches: one request, with each version's config.
+                Some((ctx, served)) if std::ptr::eq(ctx, candidate) => {
                     let current = ctx.current();
-                    match same_parent(ctx, &parent) {
-                        Some(served) => {
-                            Some(judged_answer(ctx, &served, &current.plugin, &current.spec).await)
-                        }
-                        None => None,
-                    }
+                    let request = request(ctx, &served, &current.spec, Trigger::Resync);
+                    let mut new_request = request.clone();
+                    new_request.config.clone_from(&new_spec.config);
+                    let baseline =
+                        answer_to(ctx, &served, &current.plugin, &current.spec, request).await;
+                    let answer = answer_to(candidate, &parent, new, new_spec, new_request).await;
+                    (Some(baseline), answer)
                 }
-                _ => None,
+                Some((ctx, served)) => {
+                    let current = ctx.current();
+                    let baseline =
+                        judged_answer(ctx, &served, &current.plugin, &current.spec).await;
+                    let answer = judged_answer(candidate, &parent, new, new_spec).await;
+                    (Some(baseline), answer)
+                }
+                None => (None, judged_answer(candidate, &parent, new, new_spec).await),
             };
-            let candidate = judged_answer(candidate, &parent, new, new_spec).await;
             let judged =
                 |a: &Result<Value, ReconcileError>| a.as_ref().err().is_none_or(|e| !unjudged(e));
             if !judged(&candidate) || baseline.as_ref().is_some_and(|b| !judged(b)) {
@@ -474,5 +504,25 @@ mod tests {
             "shadow run; 2 parents not judged (a guardrail policy not in service, or an API error)"
         );
         assert_eq!(unjudged.refusal(&RolloutSpec::default()), None);
+
+        // One parent judged and failed, one not judged yet (a guardrail
+        // policy coming into service meanwhile): refused for now, tried again.
+        let mut partly = ShadowReport {
+            unjudged: 1,
+            ..ShadowReport::default()
+        };
+        partly.count("default/root".into(), None, Err("denied".into()));
+        assert!(partly.refusal(&RolloutSpec::default()).is_some());
+        assert!(partly.retry_when_judged(&RolloutSpec::default()));
+        partly.unjudged = 0;
+        assert!(!partly.retry_when_judged(&RolloutSpec::default()));
+        // Failing where the running version succeeds is final.
+        let regressed = ShadowReport {
+            compared: 2,
+            failed: 1,
+            unjudged: 1,
+            ..ShadowReport::default()
+        };
+        assert!(!regressed.retry_when_judged(&RolloutSpec::default()));
     }
 }

@@ -136,8 +136,12 @@ impl Watches {
         // Every watch feeds its store; the merged changes go to a
         // controller once one is attached.
         let mut streams: SelectAll<BoxStream<'static, (Source, ChangeResult)>> = SelectAll::new();
+        // Cached objects drop managedFields: nothing reads them, and they
+        // can outweigh the object itself.
         let watch = |info: &KindInfo, config: watcher::Config| {
-            watcher(Api::all_with(client.clone(), &info.resource), config).default_backoff()
+            watcher(Api::all_with(client.clone(), &info.resource), config)
+                .default_backoff()
+                .modify(|obj: &mut DynamicObject| obj.metadata.managed_fields = None)
         };
         streams.push(tag(
             Source::Parent,

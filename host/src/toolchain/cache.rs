@@ -168,6 +168,16 @@ pub fn source_hash(dir: &Path, extra: &[&str]) -> anyhow::Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
+/// One hash of several (a plugin's and the local modules it uses).
+pub fn source_hash_of_parts(parts: &[String]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part.as_bytes());
+    }
+    hex::encode(hasher.finalize())
+}
+
 fn collect_files(root: &Path, dir: &Path, files: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     for entry in fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let entry = entry?;

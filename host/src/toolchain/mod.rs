@@ -6,10 +6,12 @@
 //! - [`js`]: JavaScript through jco / componentize-js.
 //! - [`python`]: Python through componentize-py.
 //! - [`c`]: C through clang's wasm32 target, wasi-libc and wit-bindgen.
+//! - [`go`]: Go through the standard Go toolchain and wit-component.
 //! - [`scaffold`]: `gantry plugin new`, a working project in each language.
 
 pub mod c;
 mod cache;
+pub mod go;
 pub mod js;
 pub mod python;
 pub mod rust;
@@ -33,6 +35,8 @@ pub enum Language {
     Python,
     /// `.c` files
     C,
+    /// `go.mod`
+    Go,
 }
 
 /// Detect the plugin language of the source directory `dir`.
@@ -43,11 +47,13 @@ pub fn detect(dir: &Path) -> anyhow::Result<Language> {
         Ok(Language::JavaScript)
     } else if dir.join("pyproject.toml").exists() || dir.join("app.py").exists() {
         Ok(Language::Python)
+    } else if go::is_go_plugin(dir) {
+        Ok(Language::Go)
     } else if c::is_c_plugin(dir) {
         Ok(Language::C)
     } else {
         anyhow::bail!(
-            "{} has no Cargo.toml, package.json, pyproject.toml, app.py or .c files: which language is it?",
+            "{} has no Cargo.toml, package.json, pyproject.toml, app.py, go.mod or .c files: which language is it?",
             dir.display()
         )
     }
@@ -64,5 +70,6 @@ pub fn build_any(path: &Path, rust_options: &BuildOptions) -> anyhow::Result<Pat
         Language::JavaScript => js::build_plugin(path),
         Language::Python => python::build_plugin(path),
         Language::C => c::build_plugin(path),
+        Language::Go => go::build_plugin(path),
     }
 }

@@ -222,3 +222,18 @@ pub fn example_plugin(name: &str) -> anyhow::Result<Vec<u8>> {
     let path = example_plugins()?.join(format!("{}.wasm", name.replace('-', "_")));
     std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
 }
+
+/// The component bytes of the example plugin `name`, built alone (for
+/// `gantry dev`, which needs a few). Its own target directory: built
+/// without the other examples, its dependencies may have other features,
+/// and it must not replace the components [`example_plugins`] built.
+pub fn example_plugin_alone(name: &str) -> anyhow::Result<Vec<u8>> {
+    let root = source_workspace_root();
+    let meta = metadata(&root.join("Cargo.toml"))?;
+    let options = BuildOptions {
+        profile: "plugin".into(),
+        target_dir: Some(meta.target_directory.join("plugins-alone")),
+    };
+    let path = build_plugin(&root.join("plugins").join(name), &options)?;
+    std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+}

@@ -1,5 +1,5 @@
 //! `gantry plugin new`: a working plugin project in Rust, JavaScript,
-//! Python or C, from the templates in `host/templates/` (embedded in the
+//! Python, C or Go, from the templates in `host/templates/` (embedded in the
 //! binary).
 //!
 //! Every project has the contract (`wit/gantry.wit`), a sample parent and
@@ -113,6 +113,27 @@ const C: &[TemplateFile] = &[
     ),
 ];
 
+const GO: &[TemplateFile] = &[
+    ("main.go", include_str!("../../templates/go/main.go"), false),
+    (
+        "main_test.go",
+        include_str!("../../templates/go/main_test.go"),
+        false,
+    ),
+    // memcached-go's module file and sums: the SDK and k8s.io versions
+    // this tree is tested with (the module line and SDK path are replaced).
+    (
+        "go.mod",
+        include_str!("../../../plugins/memcached-go/go.mod"),
+        false,
+    ),
+    (
+        "go.sum",
+        include_str!("../../../plugins/memcached-go/go.sum"),
+        false,
+    ),
+];
+
 const RUST_NOTES: &str = "
 ## Rust notes
 
@@ -160,6 +181,21 @@ Every `.c` file here is compiled. `json.c` is a small JSON reader and
 writer; each call runs in a fresh instance, so nothing needs freeing.
 ";
 
+const GO_NOTES: &str = "
+## Go notes
+
+Built with the standard Go toolchain (`GOOS=wasip1 GOARCH=wasm go build
+-buildmode=c-shared`, Go pinned to the version Gantry names through
+`GOTOOLCHAIN`), then made a component by Gantry itself (wit-component and the
+WASI preview 1 reactor adapter). The Go SDK (`gantry.dev/go-sdk`) comes from
+the Gantry source tree this project was made with, through the `replace` in
+`go.mod`; point it elsewhere if you move that tree. Register your reconciler
+in an `init` function: `main` never runs in the component. `go test ./...`
+runs the logic natively (`./test.sh` runs it first). The component is about
+16 MB (the Go runtime and the k8s.io types): bind it from an OCI registry or a
+URL, not inline.
+";
+
 /// Whether `name` can name a plugin: a DNS label (it becomes the binding's
 /// name), not starting with a digit (it becomes a package name).
 pub fn valid_name(name: &str) -> bool {
@@ -171,6 +207,12 @@ pub fn valid_name(name: &str) -> bool {
 pub fn default_sdk_path() -> Option<PathBuf> {
     let path = super::source_workspace_root().join("guest-sdk");
     path.join("Cargo.toml").is_file().then_some(path)
+}
+
+/// Where the Go SDK is in this source tree, if it is there.
+pub fn default_go_sdk_path() -> Option<PathBuf> {
+    let path = super::source_workspace_root().join("go-sdk");
+    path.join("go.mod").is_file().then_some(path)
 }
 
 /// Write a new `language` plugin project `name` into `dir` (which must be
@@ -201,6 +243,7 @@ pub fn new_plugin(
         Language::JavaScript => (JS, "JavaScript", JS_NOTES),
         Language::Python => (PYTHON, "Python", PYTHON_NOTES),
         Language::C => (C, "C", C_NOTES),
+        Language::Go => (GO, "Go", GO_NOTES),
     };
     let sdk = match (language, sdk) {
         (Language::Rust, Some(sdk)) => sdk
@@ -209,11 +252,25 @@ pub fn new_plugin(
         (Language::Rust, None) => default_sdk_path().context(
             "the Gantry source tree is not where this gantry was built; pass --sdk PATH/TO/guest-sdk",
         )?,
+        (Language::Go, Some(sdk)) => sdk
+            .canonicalize()
+            .with_context(|| format!("the Go SDK at {}", sdk.display()))?,
+        (Language::Go, None) => default_go_sdk_path().context(
+            "the Gantry source tree is not where this gantry was built; pass --sdk PATH/TO/go-sdk",
+        )?,
         _ => PathBuf::new(),
     };
     let sdk = sdk.to_string_lossy().replace('\\', "/");
+    let lang_test = if language == Language::Go {
+        "# The logic, natively.\ngo test ./...\n"
+    } else {
+        ""
+    };
     let fill = |text: &str| {
-        text.replace("__NAME__", name)
+        text.replace("module gantry.dev/plugins/memcached-go", "module __NAME__")
+            .replace("../../go-sdk", &sdk)
+            .replace("__LANG_TEST__", lang_test)
+            .replace("__NAME__", name)
             .replace("__LANG_NOTES__", notes)
             .replace("__LANG__", lang)
             .replace("__SDK_PATH__", &sdk)
@@ -251,6 +308,7 @@ mod tests {
             (Language::JavaScript, "package.json"),
             (Language::Python, "app.py"),
             (Language::C, "plugin.c"),
+            (Language::Go, "go.mod"),
         ] {
             let dir = root.path().join(format!("{language:?}"));
             let files = new_plugin(language, "hello", &dir, None).unwrap();
@@ -277,6 +335,11 @@ mod tests {
                 "not empty"
             );
         }
+        let go_mod = std::fs::read_to_string(root.path().join("Go/go.mod")).unwrap();
+        assert!(go_mod.starts_with("module hello\n"), "{go_mod}");
+        assert!(go_mod.contains("gantry.dev/go-sdk => /"), "{go_mod}");
+        let test = std::fs::read_to_string(root.path().join("Go/test.sh")).unwrap();
+        assert!(test.contains("go test ./..."), "{test}");
         let cargo = std::fs::read_to_string(root.path().join("Rust/Cargo.toml")).unwrap();
         assert!(cargo.contains("guest-sdk"), "{cargo}");
         for bad in ["Hello", "1hello", "hello_world", ""] {

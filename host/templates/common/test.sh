@@ -4,7 +4,7 @@
 # GANTRY names the gantry binary (default: gantry on PATH).
 set -eu
 cd "$(dirname "$0")"
-actual=$(mktemp)
+__LANG_TEST__actual=$(mktemp)
 trap 'rm -f "$actual"' EXIT
 "${GANTRY:-gantry}" plugin run --plugin . \
   --parent examples/parent.yaml --config examples/config.yaml >"$actual"

@@ -123,8 +123,17 @@ pub async fn cluster(backend: Backend, example: Option<&str>) -> (Cluster, kube:
 }
 
 /// Poll `check` every 100 ms until it returns a value (60 s at most).
-pub async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_mins(1);
+pub async fn wait_for<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
+    wait_for_within(Duration::from_mins(1), what, check).await
+}
+
+/// Poll `check` every 100 ms until it returns a value (`wait` at most).
+pub async fn wait_for_within<T>(
+    wait: Duration,
+    what: &str,
+    mut check: impl AsyncFnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + wait;
     loop {
         if let Some(value) = check().await {
             return value;

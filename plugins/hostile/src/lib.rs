@@ -20,6 +20,10 @@
 //! and `events` (`count` of each, default 100,000 and 3,000), and
 //! `requeue-zero` (like `ok` with `requeue-after-ms: 0`).
 //!
+//! `slow-error` is busy like `slow`, then fails (`retryable`, default true).
+//! A parent's `spec.hostile`, when set, stands in for the config: parents
+//! of one binding can misbehave each in their own way.
+//!
 //! `validate-config` rejects `{"behaviour": "reject-config"}` and sleeps
 //! for `millis` (default 5000) with `{"behaviour": "sleep-config"}`.
 
@@ -67,12 +71,26 @@ mod component {
             .unwrap_or(default)
     }
 
+    /// Busy (in wasm code, not in the host) for `millis` of wall-clock time.
+    fn busy(millis: u64) {
+        let started = std::time::Instant::now();
+        while started.elapsed().as_millis() < u128::from(millis) {
+            std::hint::spin_loop();
+        }
+    }
+
     fn config_map(name: &str) -> String {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}).to_string()
     }
 
     impl Guest for Hostile {
-        fn reconcile(request: Request) -> Result<Response, PluginError> {
+        fn reconcile(mut request: Request) -> Result<Response, PluginError> {
+            if let Some(own) = serde_json::from_str::<Value>(&request.parent)
+                .ok()
+                .and_then(|p| p.pointer("/spec/hostile").cloned())
+            {
+                request.config = own.to_string();
+            }
             let parent: String = serde_json::from_str::<Value>(&request.parent)
                 .ok()
                 .and_then(|p| {
@@ -96,16 +114,20 @@ mod component {
                     }
                 }
                 "slow" => {
-                    // Busy for `millis` of wall-clock time, then like `ok`.
-                    let millis = serde_json::from_str::<Value>(&request.config)
-                        .ok()
-                        .and_then(|c| c.get("millis").and_then(Value::as_u64))
-                        .unwrap_or(1000);
-                    let started = std::time::Instant::now();
-                    while started.elapsed().as_millis() < u128::from(millis) {
-                        std::hint::spin_loop();
-                    }
+                    busy(number(&request.config, "millis", 1000));
                     Ok(response(vec![config_map(&format!("{parent}-fine"))]))
+                }
+                "slow-error" => {
+                    busy(number(&request.config, "millis", 1000));
+                    let retryable = serde_json::from_str::<Value>(&request.config)
+                        .ok()
+                        .and_then(|c| c.get("retryable").and_then(Value::as_bool))
+                        .unwrap_or(true);
+                    Err(PluginError {
+                        message: format!("the hostile plugin fails slowly for {parent}"),
+                        reason: "Refused".into(),
+                        retryable,
+                    })
                 }
                 "sleep" => {
                     // Blocks in the host (a WASI clock subscription), not in wasm code.

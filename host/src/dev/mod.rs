@@ -2,6 +2,9 @@
 //! example bindings and sample objects into a cluster (usually the
 //! embedded API server).
 
+pub mod components;
+pub mod install;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -15,15 +18,54 @@ use serde_json::{Value, json};
 
 use crate::controller::binding::{BINDING_KEY, BINDING_LABEL, PLUGIN_KEY, PLUGIN_ZSTD_KEY};
 use crate::toolchain;
+pub use install::{ApplyError, Installer, Outcome};
 
 /// Field manager of what `gantry dev` installs.
 pub const DEV_MANAGER: &str = "gantry-dev";
 
-/// The example plugins `gantry dev` installs, by directory under `plugins/`.
-pub const EXAMPLES: &[&str] = &["memcached", "database"];
+/// The example plugins `gantry dev` installs, by directory under `plugins/`:
+/// Rust crates, and Guestbook in Go.
+pub const EXAMPLES: &[&str] = &["memcached", "database", "guestbook"];
 
-/// Server-side apply `object` (any kind the server knows).
+/// Server-side apply `object` (any kind the server knows), over any
+/// other manager's changes.
 pub async fn apply_object(client: &Client, object: &Value) -> anyhow::Result<DynamicObject> {
+    apply_object_with(client, object, true)
+        .await
+        .map_err(|e| match e {
+            ApplyError::Conflict(message) => anyhow::anyhow!(message),
+            ApplyError::Other(e) => e,
+        })
+}
+
+/// Server-side apply `object`; without `force`, a field another manager
+/// changed is an [`ApplyError::Conflict`].
+pub async fn apply_object_with(
+    client: &Client,
+    object: &Value,
+    force: bool,
+) -> Result<DynamicObject, ApplyError> {
+    let (api, name) = api_for(client, object).await.map_err(ApplyError::Other)?;
+    let mut params = PatchParams::apply(DEV_MANAGER);
+    params.force = force;
+    match api.patch(&name, &params, &Patch::Apply(object)).await {
+        Ok(applied) => Ok(applied),
+        Err(kube::Error::Api(e)) if e.code == 409 => Err(ApplyError::Conflict(e.message)),
+        Err(e) => Err(ApplyError::Other(
+            anyhow::Error::new(e).context(format!("applying {name}")),
+        )),
+    }
+}
+
+/// Whether `object` exists in the cluster.
+pub async fn object_exists(client: &Client, object: &Value) -> anyhow::Result<bool> {
+    let (api, name) = api_for(client, object).await?;
+    Ok(api.get_opt(&name).await?.is_some())
+}
+
+/// The API of `object`'s kind (in its namespace, `default` when it names
+/// none) and its name.
+async fn api_for(client: &Client, object: &Value) -> anyhow::Result<(Api<DynamicObject>, String)> {
     let api_version = object["apiVersion"]
         .as_str()
         .context("object has no apiVersion")?;
@@ -37,7 +79,7 @@ pub async fn apply_object(client: &Client, object: &Value) -> anyhow::Result<Dyn
         kube::discovery::pinned_kind(client, &GroupVersionKind::gvk(group, version, kind))
             .await
             .with_context(|| format!("{api_version} {kind} is not served"))?;
-    let api: Api<DynamicObject> = if caps.scope == Scope::Namespaced {
+    let api = if caps.scope == Scope::Namespaced {
         let namespace = object
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
@@ -46,13 +88,7 @@ pub async fn apply_object(client: &Client, object: &Value) -> anyhow::Result<Dyn
     } else {
         Api::all_with(client.clone(), &resource)
     };
-    api.patch(
-        name,
-        &PatchParams::apply(DEV_MANAGER).force(),
-        &Patch::Apply(object),
-    )
-    .await
-    .with_context(|| format!("applying {kind} {name}"))
+    Ok((api, name.to_string()))
 }
 
 /// Apply every object in the YAML file at `path`.
@@ -125,9 +161,7 @@ pub async fn apply_binding(client: &Client, cm: &ConfigMap) -> anyhow::Result<()
         .as_deref()
         .context("binding ConfigMap has no name")?;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let mut object = serde_json::to_value(cm)?;
-    object["apiVersion"] = "v1".into();
-    object["kind"] = "ConfigMap".into();
+    let object = config_map_object(cm)?;
     api.patch(
         name,
         &PatchParams::apply(DEV_MANAGER).force(),
@@ -144,28 +178,91 @@ pub fn example_dir(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Install example `name`: its CRD (waiting until it is served) and its
-/// binding (built plugin, zstd-compressed) into `namespace`.
-pub async fn install_example(client: &Client, name: &str, namespace: &str) -> anyhow::Result<()> {
+/// How the Rust crate of an example is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RustBuild {
+    /// With every example of the workspace, once per process (tests).
+    WithAll,
+    /// Alone (`gantry dev`, which installs a few).
+    Alone,
+}
+
+/// The component of example `name`: its Rust crate, or its Go module
+/// (Guestbook). Blocks while it builds.
+pub fn build_example(name: &str, rust: RustBuild) -> anyhow::Result<Vec<u8>> {
     let dir = example_dir(name);
-    let crd_path = dir.join("crd.yaml");
-    for crd in crate::manifest::read_objects(&crd_path)? {
-        apply_object(client, &crd).await?;
+    if toolchain::go::is_go_plugin(&dir) {
+        let built = toolchain::go::build_plugin(&dir)?;
+        std::fs::read(&built).with_context(|| format!("reading {}", built.display()))
+    } else if rust == RustBuild::Alone {
+        toolchain::rust::example_plugin_alone(name)
+    } else {
+        toolchain::example_plugin(name)
+    }
+}
+
+/// Install example `name` into a cluster nobody edits (tests): see
+/// [`install_example_with`].
+pub async fn install_example(client: &Client, name: &str, namespace: &str) -> anyhow::Result<()> {
+    let example = name.to_string();
+    let component =
+        tokio::task::spawn_blocking(move || build_example(&example, RustBuild::WithAll))
+            .await
+            .context("building an example")??;
+    install_example_with(&mut Installer::forced(client, namespace), name, component).await?;
+    Ok(())
+}
+
+/// Install example `name`: its CRD (waiting until it is served) and its
+/// binding with its `component`: a Rust plugin inline (zstd-compressed), a
+/// Go plugin (too large for a ConfigMap) served by [`components`] and bound
+/// by URL. What became of the binding.
+pub async fn install_example_with(
+    installer: &mut Installer,
+    name: &str,
+    component: Vec<u8>,
+) -> anyhow::Result<Outcome> {
+    let client = installer.client().clone();
+    let dir = example_dir(name);
+    for crd in crate::manifest::read_objects(&dir.join("crd.yaml"))? {
+        if installer.apply(&crd).await? == Outcome::KeptDeleted {
+            continue;
+        }
         let crd_name = crd
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        wait_for_crd(client, crd_name).await?;
+        wait_for_crd(&client, crd_name).await?;
     }
-    let binding_yaml = std::fs::read_to_string(dir.join("binding.yaml"))
+    let mut binding_yaml = std::fs::read_to_string(dir.join("binding.yaml"))
         .with_context(|| format!("reading {name}/binding.yaml"))?;
-    let component = toolchain::example_plugin(name)?;
-    ensure_namespace(client, namespace).await?;
-    apply_binding(
-        client,
-        &binding_config_map(name, namespace, &binding_yaml, &component, true)?,
-    )
-    .await
+    let namespace = installer.namespace().to_string();
+    ensure_namespace(&client, &namespace).await?;
+    let config_map = if toolchain::go::is_go_plugin(&dir) {
+        binding_yaml.push_str(&components::serve(component)?);
+        let mut cm = binding_config_map(name, &namespace, &binding_yaml, &[], false)?;
+        cm.binary_data = None;
+        cm
+    } else {
+        binding_config_map(name, &namespace, &binding_yaml, &component, true)?
+    };
+    installer.apply(&config_map_object(&config_map)?).await
+}
+
+/// Apply the sample objects of example `name` (its `example.yaml`).
+pub async fn install_samples_with(installer: &mut Installer, name: &str) -> anyhow::Result<()> {
+    for object in crate::manifest::read_objects(&example_dir(name).join("example.yaml"))? {
+        installer.apply(&object).await?;
+    }
+    Ok(())
+}
+
+/// `cm` as an object to apply (with its apiVersion and kind).
+fn config_map_object(cm: &ConfigMap) -> anyhow::Result<Value> {
+    let mut object = serde_json::to_value(cm)?;
+    object["apiVersion"] = "v1".into();
+    object["kind"] = "ConfigMap".into();
+    Ok(object)
 }
 
 /// The example admission policies `gantry dev` installs, by directory
@@ -188,22 +285,20 @@ pub fn policy_config_map(
     Ok(cm)
 }
 
-/// Install the example policy `name`: its `policy.yaml` with the built
-/// component, into `namespace`.
-pub async fn install_policy_example(
-    client: &Client,
+/// Install the example policy `name`: its `policy.yaml` with its built
+/// `component`.
+pub async fn install_policy_example_with(
+    installer: &mut Installer,
     name: &str,
-    namespace: &str,
+    component: &[u8],
 ) -> anyhow::Result<()> {
     let policy_yaml = std::fs::read_to_string(example_dir(name).join("policy.yaml"))
         .with_context(|| format!("reading {name}/policy.yaml"))?;
-    let component = toolchain::example_plugin(name)?;
-    ensure_namespace(client, namespace).await?;
-    apply_binding(
-        client,
-        &policy_config_map(name, namespace, &policy_yaml, &component, true)?,
-    )
-    .await
+    let namespace = installer.namespace().to_string();
+    ensure_namespace(installer.client(), &namespace).await?;
+    let cm = policy_config_map(name, &namespace, &policy_yaml, component, true)?;
+    installer.apply(&config_map_object(&cm)?).await?;
+    Ok(())
 }
 
 /// Delete the webhook configurations named `name` left by an earlier run:

@@ -1,0 +1,87 @@
+//! Example components too large for a ConfigMap (the Go ones), served to
+//! the operator over HTTP on 127.0.0.1 and bound by URL with a sha256 pin.
+//!
+//! One server per process, on a thread of its own with its own tokio
+//! runtime, so that it outlives any one runtime (each test has its own).
+//! It serves `/sha256/<hex>` from memory.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use anyhow::Context;
+use axum::extract::Path;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+
+type Served = Mutex<HashMap<String, Arc<Vec<u8>>>>;
+
+fn served() -> &'static Served {
+    static SERVED: OnceLock<Served> = OnceLock::new();
+    SERVED.get_or_init(Served::default)
+}
+
+async fn component(Path(hex): Path<String>) -> impl IntoResponse {
+    let bytes = served()
+        .lock()
+        .expect("served components lock")
+        .get(&hex)
+        .cloned();
+    match bytes {
+        Some(bytes) => (StatusCode::OK, bytes.as_ref().clone()).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+fn start() -> Result<SocketAddr, String> {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("gantry-dev-components".into())
+        .spawn(move || {
+            let serve = async {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+                let _ = sender.send(listener.local_addr());
+                let router =
+                    axum::Router::new().route("/sha256/{hex}", axum::routing::get(component));
+                axum::serve(listener, router).await
+            };
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            let result = match runtime {
+                Ok(runtime) => runtime.block_on(serve),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
+                tracing::error!(error = %e, "the example component server stopped");
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    receiver
+        .recv()
+        .map_err(|_| "the example component server did not start".to_string())?
+        .map_err(|e| e.to_string())
+}
+
+fn address() -> anyhow::Result<SocketAddr> {
+    static ADDRESS: OnceLock<Result<SocketAddr, String>> = OnceLock::new();
+    ADDRESS
+        .get_or_init(start)
+        .clone()
+        .map_err(anyhow::Error::msg)
+        .context("serving example components on 127.0.0.1")
+}
+
+/// Serve `component` and return the binding lines that fetch it: its
+/// `sha256` and a `source.url` on 127.0.0.1.
+pub fn serve(component: Vec<u8>) -> anyhow::Result<String> {
+    let address = address()?;
+    let hex = crate::runtime::digest(&component);
+    served()
+        .lock()
+        .expect("served components lock")
+        .insert(hex.clone(), Arc::new(component));
+    Ok(format!(
+        "sha256: {hex}\nsource: {{url: \"http://{address}/sha256/{hex}\"}}\n"
+    ))
+}

@@ -1,0 +1,95 @@
+// Command __NAME__ is a Gantry reconcile plugin in Go.
+//
+// A parent with spec.who wants a ConfigMap <name>-greeting whose message
+// is "<config.greeting>, <spec.who>!".
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	gantry "gantry.dev/go-sdk"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Spec is the parent's spec.
+type Spec struct {
+	Who string `json:"who"`
+}
+
+// Config is the binding's config.
+type Config struct {
+	Greeting string `json:"greeting"`
+}
+
+// Status is what the plugin reports in the parent's status.
+type Status struct {
+	Message string `json:"message"`
+}
+
+// Plugin is the reconciler.
+type Plugin struct{}
+
+// Reconcile wants the greeting ConfigMap.
+func (Plugin) Reconcile(req *gantry.Request) (*gantry.Response, error) {
+	if req.Finalizing() {
+		return gantry.NewResponse().Finalized(), nil
+	}
+	var config Config
+	if err := req.Config(&config); err != nil {
+		return nil, err
+	}
+	var spec Spec
+	if err := req.Spec(&spec); err != nil {
+		return nil, err
+	}
+	name, err := req.ParentName()
+	if err != nil {
+		return nil, err
+	}
+	greeting := config.Greeting
+	if greeting == "" {
+		greeting = "Hello"
+	}
+	message := fmt.Sprintf("%s, %s!", greeting, spec.Who)
+	child := corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-greeting"},
+		Data:       map[string]string{"message": message},
+	}
+	return gantry.NewResponse().
+		Child(&child).
+		Status(Status{Message: message}).
+		Condition(metav1.Condition{
+			Type:    "Greeted",
+			Status:  metav1.ConditionTrue,
+			Reason:  "ConfigMapWritten",
+			Message: fmt.Sprintf("%s says %s", child.Name, message),
+		}), nil
+}
+
+// ValidateConfig refuses a config that does not decode or has a blank greeting.
+func (Plugin) ValidateConfig(raw json.RawMessage) error {
+	var config Config
+	if err := gantry.DecodeConfig(raw, &config); err != nil {
+		return fmt.Errorf("invalid config: %w", err)
+	}
+	if _, set := fields(raw)["greeting"]; set && strings.TrimSpace(config.Greeting) == "" {
+		return errors.New("config.greeting must not be empty")
+	}
+	return nil
+}
+
+func fields(raw json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+func init() { gantry.Register(Plugin{}) }
+
+// main never runs in the component: the host calls the registered plugin.
+func main() {}

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	gantry "gantry.dev/go-sdk"
+)
+
+func TestGreetsWhoTheSpecNames(t *testing.T) {
+	req := gantry.NewRequest(`{"apiVersion":"example.com/v1","kind":"Greeting",
+		"metadata":{"name":"world","namespace":"default"},"spec":{"who":"World"}}`).
+		WithConfig(map[string]string{"greeting": "Hi"})
+	resp, err := Plugin{}.Reconcile(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := json.Unmarshal(resp.Children()[0], &child); err != nil || child.Data["message"] != "Hi, World!" {
+		t.Fatalf("child %s (%v)", resp.Children()[0], err)
+	}
+	if err := (Plugin{}).ValidateConfig(json.RawMessage(`{"greeting":" "}`)); err == nil {
+		t.Fatal("a blank greeting is accepted")
+	}
+}
