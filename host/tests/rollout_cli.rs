@@ -51,15 +51,6 @@ async fn served(backend: Backend) -> Served {
         "widgets",
     );
     let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
-    // A real API server serves a new kind a moment after it is Established.
-    wait_for("Widgets served", async || {
-        widgets
-            .list(&kube::api::ListParams::default())
-            .await
-            .ok()
-            .map(|_| ())
-    })
-    .await;
     let plugins = tempfile::tempdir().unwrap();
     for name in ["hostile", "fanout", "memcached"] {
         let bytes = gantry::toolchain::example_plugin(name).unwrap();

@@ -247,23 +247,13 @@ pub fn hostile_binding(
 }
 
 /// Install the `Widget` CRD (with status) and wait until Widgets are
-/// served: a real API server serves a new kind a moment after it is
-/// Established. The Widgets of `default`.
+/// served. The Widgets of `default`.
 pub async fn serve_widgets(env: &Env) -> Api<DynamicObject> {
     env.apply(widget_crd("Widget", "widgets", true)).await;
     gantry::dev::wait_for_crd(&env.client, "widgets.test.gantry.dev")
         .await
-        .expect("the Widget CRD is established");
-    let widgets = env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"));
-    eventually("Widgets served", || async {
-        widgets
-            .list(&kube::api::ListParams::default())
-            .await
-            .ok()
-            .map(|_| ())
-    })
-    .await;
-    widgets
+        .expect("the Widget CRD is established and served");
+    env.api("test.gantry.dev/v1", "Widget", "widgets", Some("default"))
 }
 
 /// A test CRD `Widget` (test.gantry.dev/v1, namespaced); `status` selects

@@ -99,18 +99,41 @@ pub async fn apply_file(client: &Client, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Wait until the CRD named `name` is Established.
+/// Wait until the CRD named `name` is Established and every version it
+/// serves is served: discovery names the kind and a list answers. A real
+/// API server starts serving a new kind a moment after it reports
+/// Established, so objects of the kind applied at once can meet a 404.
 pub async fn wait_for_crd(client: &Client, name: &str) -> anyhow::Result<()> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let condition = kube::runtime::conditions::is_crd_established();
-    tokio::time::timeout(
-        std::time::Duration::from_secs(30),
-        kube::runtime::wait::await_condition(api, name, condition),
-    )
-    .await
-    .with_context(|| format!("CRD {name} not established within 30s"))??;
-    Ok(())
+    let served = async {
+        let crd = kube::runtime::wait::await_condition(api, name, condition)
+            .await?
+            .with_context(|| format!("CRD {name} was deleted"))?;
+        let names = &crd.spec.names;
+        for version in crd.spec.versions.iter().filter(|v| v.served) {
+            let gvk = GroupVersionKind::gvk(&crd.spec.group, &version.name, &names.kind);
+            while !kind_is_served(client, &gvk).await {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+        anyhow::Ok(())
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), served)
+        .await
+        .with_context(|| format!("CRD {name} not established and served within 30s"))?
+}
+
+/// Whether discovery resolves `gvk` and a list of it answers.
+async fn kind_is_served(client: &Client, gvk: &GroupVersionKind) -> bool {
+    let Ok((resource, _)) = kube::discovery::pinned_kind(client, gvk).await else {
+        return false;
+    };
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    api.list_metadata(&kube::api::ListParams::default().limit(1))
+        .await
+        .is_ok()
 }
 
 /// Make sure `namespace` exists.
