@@ -15,7 +15,6 @@ use hyper::Request;
 use rand::RngCore;
 use subtle::ConstantTimeEq;
 
-use crate::config::Config;
 use crate::error::{ApiError, Details};
 
 /// A fresh random bearer token (256 bits, base64url).
@@ -26,7 +25,7 @@ pub fn new_token() -> String {
 }
 
 /// Paths any client may GET without the token, as kube's `system:public-info-viewer`.
-fn is_public_info(req: &Request<Body>) -> bool {
+pub fn is_public_info(req: &Request<Body>) -> bool {
     let path = req.uri().path().trim_end_matches('/');
     req.method() == hyper::Method::GET
         && (path == "/version"
@@ -35,8 +34,9 @@ fn is_public_info(req: &Request<Body>) -> bool {
                 .any(|p| path == *p || path.starts_with(&format!("{p}/"))))
 }
 
-/// Refuses requests from web pages (403) and requests without the token (401).
-pub fn check(config: &Config, listen: SocketAddr, req: &Request<Body>) -> Result<(), ApiError> {
+/// Refuses requests from web pages (403). Who sent a request is
+/// [`crate::auth::authenticate`]'s question.
+pub fn check(listen: SocketAddr, req: &Request<Body>) -> Result<(), ApiError> {
     let host = req
         .headers()
         .get(hyper::header::HOST)
@@ -62,12 +62,7 @@ pub fn check(config: &Config, listen: SocketAddr, req: &Request<Body>) -> Result
             )));
         }
     }
-    match &config.token {
-        Some(token) if !is_public_info(req) && !bearer_matches(req, token) => {
-            Err(ApiError::Unauthorized)
-        }
-        _ => Ok(()),
-    }
+    Ok(())
 }
 
 fn forbidden(message: &str) -> ApiError {
@@ -77,22 +72,21 @@ fn forbidden(message: &str) -> ApiError {
     }
 }
 
-/// `Authorization: Bearer TOKEN` (scheme case-insensitive, as kube), compared in
-/// constant time.
-fn bearer_matches(req: &Request<Body>, token: &str) -> bool {
-    let Some(value) = req
+/// The token of `Authorization: Bearer TOKEN` (scheme case-insensitive, as
+/// kube), if the request has one.
+pub fn bearer_token(req: &Request<Body>) -> Option<&str> {
+    let value = req
         .headers()
-        .get(hyper::header::AUTHORIZATION)
-        .and_then(|h| h.to_str().ok())
-    else {
-        return false;
-    };
-    let Some((scheme, sent)) = value.trim().split_once(' ') else {
-        return false;
-    };
-    scheme.eq_ignore_ascii_case("bearer")
-        && !sent.is_empty()
-        && bool::from(sent.as_bytes().ct_eq(token.as_bytes()))
+        .get(hyper::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, sent) = value.trim().split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("bearer") && !sent.is_empty()).then_some(sent)
+}
+
+/// Whether a token sent equals the expected one, compared in constant time.
+pub fn tokens_equal(sent: &str, expected: &str) -> bool {
+    bool::from(sent.as_bytes().ct_eq(expected.as_bytes()))
 }
 
 /// Whether `host` (a Host header or an Origin's `host[:port]`) names this machine's

@@ -70,6 +70,8 @@ impl WriteCounts {
 pub struct App {
     /// Served resources.
     pub registry: Registry,
+    /// Issues and verifies service-account tokens.
+    pub service_account_tokens: Arc<crate::auth::tokens::Signer>,
     /// Objects.
     pub store: Store,
     /// Configuration.

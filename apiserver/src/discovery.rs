@@ -81,6 +81,12 @@ fn groups(registry: &Registry) -> BTreeMap<String, Vec<String>> {
             e.push((r.preferred, r.version.clone()));
         }
     }
+    for (group, version, ..) in REVIEWS {
+        let e = out.entry((*group).to_string()).or_default();
+        if !e.iter().any(|(_, v)| v == version) {
+            e.push((true, (*version).to_string()));
+        }
+    }
     out.into_iter()
         .map(|(g, mut vs)| {
             vs.sort_by(|a, b| {
@@ -117,6 +123,37 @@ pub fn group(registry: &Registry, name: &str) -> Option<Value> {
     g["kind"] = json!("APIGroup");
     g["apiVersion"] = json!("v1");
     Some(g)
+}
+
+/// Resources that are only ever created and answered, never stored.
+const REVIEWS: &[(&str, &str, &str, &str)] = crate::auth::reviews::RESOURCES;
+
+/// Discovery entries of the review resources in `group`/`version`: v1
+/// `APIResource`s, or aggregated (`v2`) ones.
+fn reviews(group: &str, version: &str, v2: bool) -> Vec<Value> {
+    REVIEWS
+        .iter()
+        .filter(|(g, v, ..)| *g == group && *v == version)
+        .map(|(g, v, plural, kind)| {
+            let singular = kind.to_ascii_lowercase();
+            if v2 {
+                json!({
+                    "resource": plural, "responseKind": kind_ref(g, v, kind), "scope": "Cluster",
+                    "singularResource": singular, "verbs": ["create"],
+                })
+            } else {
+                json!({
+                    "name": plural, "singularName": singular, "namespaced": false,
+                    "kind": kind, "verbs": ["create"],
+                })
+            }
+        })
+        .collect()
+}
+
+/// Whether `r` is core's ServiceAccount, which has the `token` subresource.
+fn is_service_accounts(r: &ResourceInfo) -> bool {
+    r.group.is_empty() && r.plural == "serviceaccounts"
 }
 
 /// Custom resources' verbs, in the order kube's apiextensions server lists
@@ -192,6 +229,13 @@ fn resource_json(r: &ResourceInfo) -> Vec<Value> {
             "kind": "Namespace", "verbs": ["update"]
         }));
     }
+    if is_service_accounts(r) {
+        out.push(json!({
+            "name": "serviceaccounts/token", "singularName": "", "namespaced": true,
+            "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest",
+            "verbs": ["create"]
+        }));
+    }
     out
 }
 
@@ -202,7 +246,8 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
         .into_iter()
         .filter(|r| r.group == group && r.version == version)
         .collect();
-    if rs.is_empty() {
+    let reviews = reviews(group, version, false);
+    if rs.is_empty() && reviews.is_empty() {
         return None;
     }
     let gv = if group.is_empty() {
@@ -211,6 +256,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
         format!("{group}/{version}")
     };
     let mut resources: Vec<Value> = rs.iter().flat_map(|r| resource_json(r)).collect();
+    resources.extend(reviews);
     // kube lists resources and subresources sorted by name.
     resources.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let mut list = json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources });
@@ -248,6 +294,13 @@ fn resource_v2(r: &ResourceInfo) -> Value {
             "verbs": ["update"],
         }));
     }
+    if is_service_accounts(r) {
+        subresources.push(json!({
+            "subresource": "token",
+            "responseKind": kind_ref("authentication.k8s.io", "v1", "TokenRequest"),
+            "verbs": ["create"],
+        }));
+    }
     let mut v = json!({
         "resource": r.plural,
         "responseKind": kind_ref(&r.group, &r.version, &r.kind),
@@ -282,11 +335,12 @@ pub fn aggregated(registry: &Registry, core: bool, api_version: &str) -> Value {
             let vs: Vec<Value> = versions
                 .iter()
                 .map(|v| {
-                    let resources: Vec<Value> = all
+                    let mut resources: Vec<Value> = all
                         .iter()
                         .filter(|r| r.group == *g && r.version == *v)
                         .map(|r| resource_v2(r))
                         .collect();
+                    resources.extend(reviews(g, v, true));
                     json!({ "version": v, "resources": resources, "freshness": "Current" })
                 })
                 .collect();

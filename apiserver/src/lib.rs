@@ -17,6 +17,7 @@
 pub mod access;
 pub mod admission;
 pub mod app;
+pub mod auth;
 pub mod config;
 pub mod crd;
 pub mod discovery;

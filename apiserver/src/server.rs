@@ -64,6 +64,10 @@ fn bootstrap(app: &App) {
     // Webhook configurations from a durable store are called right away.
     app.webhooks.reload(&app.store);
     let _ = app.store.commit(|view| {
+        let policy = crate::auth::bootstrap::objects()
+            .into_iter()
+            .filter(|(key, _)| view.get(key).is_none())
+            .map(|(key, obj)| crate::storage::Write::Put(key, obj));
         let writes = ["default", "kube-system", "kube-public", "kube-node-lease"]
             .iter()
             .filter(|ns| {
@@ -85,6 +89,7 @@ fn bootstrap(app: &App) {
                 });
                 crate::storage::Write::Put(crate::handlers::write::namespace_key(ns), obj)
             })
+            .chain(policy)
             .collect();
         Ok::<_, std::convert::Infallible>(((), writes))
     });
@@ -110,6 +115,7 @@ impl ApiServer {
         };
         let app = Arc::new(App {
             registry: Registry::with_builtins(),
+            service_account_tokens: crate::auth::tokens::Signer::new(config.token.as_deref()),
             store,
             config: config.clone(),
             writes: Mutex::new(WriteCounts::default()),

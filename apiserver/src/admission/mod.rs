@@ -69,6 +69,8 @@ impl Operation {
 pub struct UserInfo {
     /// User name.
     pub username: String,
+    /// UID (service accounts have one).
+    pub uid: Option<String>,
     /// Groups.
     pub groups: Vec<String>,
 }
@@ -78,6 +80,7 @@ impl UserInfo {
     pub fn anonymous() -> Self {
         UserInfo {
             username: "system:anonymous".into(),
+            uid: None,
             groups: vec!["system:unauthenticated".into()],
         }
     }
@@ -87,13 +90,18 @@ impl UserInfo {
     pub fn admin() -> Self {
         UserInfo {
             username: "gantry-admin".into(),
+            uid: None,
             groups: vec!["system:masters".into(), "system:authenticated".into()],
         }
     }
 
     /// `authentication.k8s.io/v1` `UserInfo` JSON.
     pub fn to_json(&self) -> Value {
-        json!({ "username": self.username, "groups": self.groups })
+        let mut user = json!({ "username": self.username, "groups": self.groups });
+        if let Some(uid) = &self.uid {
+            user["uid"] = json!(uid);
+        }
+        user
     }
 }
 

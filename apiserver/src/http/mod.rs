@@ -17,7 +17,9 @@ use axum::extract::State;
 use axum::response::Response;
 use hyper::{Method, Request};
 
+use crate::admission::UserInfo;
 use crate::app::App;
+use crate::auth::{self, rbac::Attributes};
 use crate::error::ApiError;
 use crate::{discovery, handlers, openapi};
 use request::{Query, ResourceRequest, Verb};
@@ -37,9 +39,13 @@ pub async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response
 }
 
 async fn route(app: Arc<App>, req: Request<Body>) -> Response {
-    if let Err(e) = crate::access::check(&app.config, app.config.listen, &req) {
+    if let Err(e) = crate::access::check(app.config.listen, &req) {
         return error_response(&e);
     }
+    let user = match auth::authenticate(&app, &req) {
+        Ok(user) => user,
+        Err(e) => return error_response(&e),
+    };
     let path = req.uri().path().to_string();
     let segs: Vec<String> = path
         .split('/')
@@ -56,6 +62,19 @@ async fn route(app: Arc<App>, req: Request<Body>) -> Response {
         .and_then(|h| h.to_str().ok())
         .unwrap_or("")
         .to_string();
+    let resource_path = matches!(
+        segs.as_slice(),
+        ["api", "v1", _, ..] | ["apis", _, _, _, ..]
+    );
+    if !resource_path {
+        let attributes = Attributes::NonResource {
+            verb: method.as_str().to_ascii_lowercase(),
+            path: path.clone(),
+        };
+        if let Err(e) = auth::authorize(&app.store, &user, &attributes) {
+            return error_response(&e);
+        }
+    }
     match segs.as_slice() {
         [] if get => json_response(200, &discovery::root_paths(), &[]),
         ["version"] if get => json_response(200, &discovery::version(), &[]),
@@ -84,10 +103,21 @@ async fn route(app: Arc<App>, req: Request<Body>) -> Response {
             Some(doc) => json_response(200, &doc, &[]),
             None => error_response(&not_found_path()),
         },
-        ["api", "v1", rest @ ..] => resource(app, "", "v1", rest, req, query, accept).await,
+        ["api", "v1", rest @ ..] => {
+            let target = Target {
+                group: "",
+                version: "v1",
+                rest,
+            };
+            resource(app, target, user, req, query, accept).await
+        }
         ["apis", group, version, rest @ ..] => {
-            let (g, v) = (group.to_string(), version.to_string());
-            resource(app, &g, &v, rest, req, query, accept).await
+            let target = Target {
+                group,
+                version,
+                rest,
+            };
+            resource(app, target, user, req, query, accept).await
         }
         _ if !get => error_response(&ApiError::MethodNotAllowed(
             "the server does not allow this method on the requested resource".into(),
@@ -103,15 +133,38 @@ fn not_found_path() -> ApiError {
     }
 }
 
+/// The group, version and the rest of a resource path.
+struct Target<'a> {
+    group: &'a str,
+    version: &'a str,
+    rest: &'a [&'a str],
+}
+
+/// The verb kube's authorizer sees: `create` for every POST, else as the
+/// handlers' verb.
+fn authorization_verb(method: &Method, named: bool, query: &Query) -> String {
+    if *method == Method::POST {
+        return "create".into();
+    }
+    Verb::of(method, named, query).map_or_else(
+        || method.as_str().to_ascii_lowercase(),
+        |v| v.as_str().to_string(),
+    )
+}
+
 async fn resource(
     app: Arc<App>,
-    group: &str,
-    version: &str,
-    rest: &[&str],
+    target: Target<'_>,
+    user: UserInfo,
     req: Request<Body>,
     query: Query,
     accept: String,
 ) -> Response {
+    let Target {
+        group,
+        version,
+        rest,
+    } = target;
     if rest.is_empty() {
         if req.method() != Method::GET {
             return error_response(&ApiError::MethodNotAllowed(
@@ -126,6 +179,20 @@ async fn resource(
     let Some(parsed) = request::parse_resource_path(rest) else {
         return error_response(&not_found_path());
     };
+    let attributes = Attributes::Resource {
+        verb: authorization_verb(req.method(), parsed.name.is_some(), &query),
+        namespace: parsed.namespace.clone().unwrap_or_default(),
+        group: group.to_string(),
+        resource: parsed.resource.clone(),
+        subresource: parsed.subresource.clone().unwrap_or_default(),
+        name: parsed.name.clone().unwrap_or_default(),
+    };
+    if let Err(e) = auth::authorize(&app.store, &user, &attributes) {
+        return error_response(&e);
+    }
+    if let Some(plural) = auth::reviews::plural(group, version, &parsed) {
+        return review(&app, &user, plural, req).await;
+    }
     let Some(info) = app.registry.get(group, version, &parsed.resource) else {
         return error_response(&not_found_path());
     };
@@ -137,10 +204,14 @@ async fn resource(
             "status" => info.has_status,
             "scale" => info.scale.is_some(),
             "finalize" => info.group.is_empty() && info.plural == "namespaces",
+            "token" => info.group.is_empty() && info.plural == "serviceaccounts",
             _ => false,
         };
         if !ok {
             return error_response(&not_found_path());
+        }
+        if sub == "token" {
+            return token_request(&app, &parsed, req).await;
         }
     }
     let (parts, body) = req.into_parts();
@@ -172,11 +243,7 @@ async fn resource(
         body: bytes,
         accept,
         verb,
-        user: if app.config.token.is_some() {
-            crate::admission::UserInfo::admin()
-        } else {
-            crate::admission::UserInfo::anonymous()
-        },
+        user,
     };
     let dry_run = rr.dry_run();
     let (verb_name, resource_name) = (rr.verb.as_str(), rr.counted_resource());
@@ -188,4 +255,52 @@ async fn resource(
         app.count_write(verb_name, resource_name);
     }
     response
+}
+
+/// The body of a POST, decoded as kube decodes it (JSON, YAML, protobuf);
+/// other methods are not allowed.
+async fn posted_object(app: &App, req: Request<Body>) -> Result<serde_json::Value, ApiError> {
+    if req.method() != Method::POST {
+        return Err(ApiError::MethodNotAllowed(format!(
+            "the server does not allow this method on the requested resource ({})",
+            req.method()
+        )));
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = body::read_body(body, app.config.max_body_bytes).await?;
+    let content_type = parts
+        .headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    depth::check(content_type, &bytes)?;
+    body::object(content_type, &bytes)
+}
+
+/// A self-review (`kubectl auth can-i`, `auth whoami`), answered with 201
+/// as kube answers the create it is.
+async fn review(app: &App, user: &UserInfo, plural: &str, req: Request<Body>) -> Response {
+    let answer = match posted_object(app, req).await {
+        Ok(body) => auth::reviews::answer(&app.store, user, plural, &body),
+        Err(e) => Err(e),
+    };
+    match answer {
+        Ok(review) => json_response(201, &review, &[]),
+        Err(e) => error_response(&e),
+    }
+}
+
+/// A `TokenRequest` for the service account the path names (`kubectl create
+/// token`): 201 with a token, 404 when the account does not exist.
+async fn token_request(app: &App, parsed: &request::ResourcePath, req: Request<Body>) -> Response {
+    let namespace = parsed.namespace.clone().unwrap_or_default();
+    let name = parsed.name.clone().unwrap_or_default();
+    let body = match posted_object(app, req).await {
+        Ok(body) => body,
+        Err(e) => return error_response(&e),
+    };
+    match auth::tokens::issue_for(app, &namespace, &name, &body) {
+        Ok(answer) => json_response(201, &answer, &[]),
+        Err(e) => error_response(&e),
+    }
 }

@@ -1,11 +1,14 @@
 //! Decoding of `application/vnd.kubernetes.protobuf` request bodies for the kinds
 //! kubectl's generator commands create with protobuf (`kubectl create namespace`,
 //! `configmap`, `secret`, `serviceaccount`, `service`, `deployment`, `job`, `cronjob`; for pod
-//! templates only the fields those generators set). Other kinds get 415, and responses
+//! templates only the fields those generators set), and the reviews and token requests
+//! of `kubectl auth` and `kubectl create token` ([`reviews`]). Other kinds get 415, and responses
 //! are always JSON (clients accept it).
 //!
 //! Hand-written mapping from the k8s-pb (prost) types to kube's JSON: no crate converts
 //! Kubernetes protobuf messages to their JSON form.
+
+mod reviews;
 
 use base64::Engine;
 use k8s_pb::api::core::v1 as pb;
@@ -24,17 +27,17 @@ fn unsupported(what: &str) -> ApiError {
     ))
 }
 
-fn bad(e: impl std::fmt::Display) -> ApiError {
+pub(crate) fn bad(e: impl std::fmt::Display) -> ApiError {
     ApiError::bad_request(format!("error decoding protobuf body: {e}"))
 }
 
-fn put_str(m: &mut Map<String, Value>, k: &str, v: Option<&str>) {
+pub(crate) fn put_str(m: &mut Map<String, Value>, k: &str, v: Option<&str>) {
     if let Some(v) = v.filter(|v| !v.is_empty()) {
         m.insert(k.into(), json!(v));
     }
 }
 
-fn meta(m: Option<ObjectMeta>) -> Value {
+pub(crate) fn meta(m: Option<ObjectMeta>) -> Value {
     let Some(m) = m else { return json!({}) };
     let mut o = Map::new();
     put_str(&mut o, "name", m.name.as_deref());
@@ -299,7 +302,10 @@ pub fn decode(body: &[u8]) -> ApiResult<Value> {
             );
             json!({ "metadata": meta(c.metadata), "spec": sp })
         }
-        _ => return Err(unsupported(&format!("{api_version}/{kind}"))),
+        _ => match reviews::decode(&api_version, &kind, &raw) {
+            Some(decoded) => decoded?,
+            None => return Err(unsupported(&format!("{api_version}/{kind}"))),
+        },
     };
     obj["apiVersion"] = json!(api_version);
     obj["kind"] = json!(kind);

@@ -1,5 +1,5 @@
 //! What must differ between two servers, replaced by placeholders before
-//! bodies are compared: uids, resourceVersions, continue tokens,
+//! bodies are compared: uids, resourceVersions, continue tokens, service-account tokens,
 //! timestamps and ages, allocated cluster IPs, generated names, the port
 //! in `serverAddressByClientCIDRs`, uids inside `managedFields` keys and
 //! selfLinks. `managedFields` entries
@@ -76,6 +76,8 @@ fn placeholder(key: Option<&str>, s: &str, generated: &GeneratedNames) -> Option
         Some("uid") => return Some("<uid>".into()),
         Some("resourceVersion") => return Some("<rv>".into()),
         Some("continue") => return Some("<continue>".into()),
+        // A TokenRequest's token: signed by each server's own key.
+        Some("token") => return Some("<token>".into()),
         Some("clusterIP" | "clusterIPs") if s.parse::<std::net::IpAddr>().is_ok() => {
             return Some("<ip>".into());
         }

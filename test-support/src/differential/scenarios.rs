@@ -5,7 +5,7 @@
 //! The commands cover what kubectl users do most: create, get (JSON,
 //! tables, `-o wide`, field and label selectors), apply --server-side,
 //! patches of each type, label, annotate, replace, scale, dry-run, RBAC and
-//! quota generators, auth can-i, explain, events, describe, a CRD with
+//! quota generators, auth can-i, service-account tokens, explain, events, describe, a CRD with
 //! printer columns, status and scale subresources and a finalizer,
 //! generated names, and deletes. Their output is not checked here (the
 //! kubectl suite of the API server does that); only what the servers
@@ -293,6 +293,10 @@ fn steps() -> Vec<Step> {
         step(&["create", "quota", "q1", "-n", NS, "--hard=pods=10"]),
         step(&["get", "role,rolebinding,resourcequota", "-n", NS]),
         step(&["auth", "can-i", "get", "pods", "-n", NS]),
+        step(&["auth", "can-i", "get", "/metrics"]),
+        step(&["create", "serviceaccount", "sa1", "-n", NS]),
+        since(24, &["create", "token", "sa1", "-n", NS]),
+        since(24, &["create", "token", "nobody", "-n", NS]),
         step(&["explain", "configmap"]),
         step(&["get", "events", "-n", NS]),
         since(26, &["events", "-n", NS]),
