@@ -178,11 +178,7 @@ pub(super) async fn admit_new(
     warnings.extend(adm::mutate(app, &attrs, Some(&mut obj), None).await?);
     validate_schema(info, &obj, None)?;
     meta::prepare_create(info, ctx.namespace.as_deref(), &mut obj)?;
-    if info.has_status
-        && let Some(m) = obj.as_object_mut()
-    {
-        m.remove("status");
-    }
+    crate::objects::initial_status::set_initial_status(info, &mut obj);
     crate::strategy::on_create(info, &mut obj)?;
     meta::validate_name_and_labels(info, &obj)?;
     match managed {
