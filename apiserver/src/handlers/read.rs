@@ -45,13 +45,8 @@ pub fn get(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
 pub fn selectors(r: &ResourceRequest) -> ApiResult<Selectors> {
     let labels = LabelSelector::parse(r.query.get("labelSelector").unwrap_or(""))
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let mut field_query = r.query.get("fieldSelector").unwrap_or("").to_string();
-    if crate::objects::events::is_events_v1(&r.info) {
-        // Selectors name events.k8s.io fields; objects are stored as core Events.
-        field_query = field_query.replace("regarding.", "involvedObject.");
-    }
-    let fields =
-        FieldSelector::parse(&field_query).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let fields = FieldSelector::parse(&r.info, r.query.get("fieldSelector").unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     Ok(Selectors { labels, fields })
 }
 
