@@ -543,8 +543,8 @@ async fn finish_update(
     }
     // Webhooks see no-op updates too (kube admits before comparing).
     warnings.extend(adm::validate(app, &attrs, Some(&new), Some(old)).await?);
-    let old_cmp = without_rv(&present(info, old));
-    if without_rv(&new) == old_cmp {
+    let comparable = |o: &Value| crate::objects::events::without_zero_fields(info, without_rv(o));
+    if comparable(&new) == comparable(&present(info, old)) {
         return Ok((None, warnings));
     }
     Ok((Some(new), warnings))
