@@ -150,8 +150,9 @@ pub fn list(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
             start: last,
         }));
         meta["remainingItemCount"] = json!(remaining);
-    } else if info.crd.is_some() {
-        // kube's unstructured lists of custom resources always have one.
+    } else if info.crd.is_some() && !r.wants_table() {
+        // kube's unstructured lists of custom resources always have one (its
+        // Tables do not).
         meta["continue"] = json!("");
     }
     let objects: Vec<Value> = items.into_iter().map(|(_, o)| o).collect();
