@@ -170,6 +170,9 @@ pub fn present(info: &ResourceInfo, obj: &Value) -> Value {
     if crate::objects::events::is_events_v1(info) {
         return crate::objects::events::from_core(obj);
     }
+    if info.group.is_empty() && info.plural == "events" {
+        return crate::objects::events::present_core(obj);
+    }
     let mut obj = obj.clone();
     if let Some(crd) = &info.crd {
         obj["apiVersion"] = Value::String(info.api_version());

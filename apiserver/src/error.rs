@@ -103,6 +103,13 @@ pub enum ApiError {
     /// 410 Expired (too old resourceVersion or continue token).
     #[error("{0}")]
     Expired(String),
+    /// 410 Expired for a `continue` token older than the history: the Status
+    /// carries a fresh token that continues at the latest state (kube's
+    /// inconsistent continue).
+    #[error(
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
+    )]
+    InconsistentContinue(String),
     /// 400 `BadRequest`.
     #[error("{message}")]
     BadRequest {
@@ -224,7 +231,7 @@ impl ApiError {
             ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => 409,
             ApiError::Invalid { .. } => 422,
             ApiError::Forbidden { .. } => 403,
-            ApiError::Expired(_) => 410,
+            ApiError::Expired(_) | ApiError::InconsistentContinue(_) => 410,
             ApiError::BadRequest { .. } => 400,
             ApiError::UnsupportedMediaType(_) => 415,
             ApiError::MethodNotAllowed(_) => 405,
@@ -249,7 +256,7 @@ impl ApiError {
             ApiError::Conflict { .. } => "Conflict",
             ApiError::Invalid { .. } => "Invalid",
             ApiError::Forbidden { .. } => "Forbidden",
-            ApiError::Expired(_) => "Expired",
+            ApiError::Expired(_) | ApiError::InconsistentContinue(_) => "Expired",
             ApiError::BadRequest { .. } => "BadRequest",
             ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
             ApiError::MethodNotAllowed(_) => "MethodNotAllowed",
@@ -306,6 +313,9 @@ impl ApiError {
                 );
             }
             s["details"] = Value::Object(dj);
+        }
+        if let ApiError::InconsistentContinue(token) = self {
+            s["metadata"] = json!({ "continue": token });
         }
         if let ApiError::Internal(message) = self {
             // kube's NewInternalError: the error is also the one cause.

@@ -313,7 +313,7 @@ async fn printer_columns_in_table() {
         .collect();
     assert_eq!(cols, vec!["Name", "Data", "Age"]);
     assert_eq!(t["rows"][0]["cells"][1], 2);
-    // Every kind has at least Name and Age.
+    // Every kind has kube's columns: Roles have Name and Created At.
     let t = raw(
         a,
         "GET",
@@ -329,7 +329,7 @@ async fn printer_columns_in_table() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(cols, vec!["Name", "Age"]);
+    assert_eq!(cols, vec!["Name", "Created At"]);
 }
 
 #[tokio::test]

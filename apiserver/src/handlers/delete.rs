@@ -161,10 +161,44 @@ fn delete_one(
         lifecycle::Marking::Generic
     };
     let (out, writes) = match lifecycle::delete(key, &target, policy, is_ns, marking) {
+        Deletion::Removed(_) if is_graceful(info) && !meta::is_deleting(obj) => {
+            // kube marks a Pod (grace period 0: no kubelet here) and removes it.
+            let mut last = (**obj).clone();
+            lifecycle::mark(&mut last, lifecycle::Marking::Generic);
+            (
+                Deleted::Gone(last.clone()),
+                vec![Write::DeleteAs(key.to_string(), last)],
+            )
+        }
         Deletion::Removed(w) => (Deleted::Gone((**obj).clone()), vec![w]),
         Deletion::Pending(o, w) => (Deleted::Pending(o), w.into_iter().collect()),
     };
     Ok((out, if opts.dry_run { vec![] } else { writes }))
+}
+
+/// Kinds whose strategy deletes gracefully (kube's `CheckGracefulDelete`): Pods.
+fn is_graceful(info: &ResourceInfo) -> bool {
+    info.group.is_empty() && info.plural == "pods"
+}
+
+/// Kinds whose registry answers a DELETE that removed the object with the object
+/// (kube's `ReturnDeletedObject`); the others answer a Success Status.
+fn returns_deleted_object(info: &ResourceInfo) -> bool {
+    match info.group.as_str() {
+        "" => matches!(
+            info.plural.as_str(),
+            "pods"
+                | "services"
+                | "serviceaccounts"
+                | "persistentvolumes"
+                | "persistentvolumeclaims"
+                | "resourcequotas"
+                | "podtemplates"
+                | "namespaces"
+        ),
+        "storage.k8s.io" => info.plural == "storageclasses",
+        _ => false,
+    }
 }
 
 /// How often a delete starts over when the object changed while its webhooks ran.
@@ -231,7 +265,7 @@ pub async fn delete(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
             json_response(200, &present(&info, &stored), &[])
         }
         Deleted::Gone(o) => {
-            if info.is_custom() {
+            if returns_deleted_object(&info) {
                 let stored = events.first().map_or(o, |e| (*e.object).clone());
                 json_response(200, &present(&info, &stored), &[])
             } else {

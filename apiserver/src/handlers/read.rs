@@ -45,21 +45,17 @@ pub fn get(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
 pub fn selectors(r: &ResourceRequest) -> ApiResult<Selectors> {
     let labels = LabelSelector::parse(r.query.get("labelSelector").unwrap_or(""))
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let mut field_query = r.query.get("fieldSelector").unwrap_or("").to_string();
-    if crate::objects::events::is_events_v1(&r.info) {
-        // Selectors name events.k8s.io fields; objects are stored as core Events.
-        field_query = field_query.replace("regarding.", "involvedObject.");
-    }
-    let fields =
-        FieldSelector::parse(&field_query).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let fields = FieldSelector::parse(&r.info, r.query.get("fieldSelector").unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     Ok(Selectors { labels, fields })
 }
 
 /// The position a `continue` token resumes from.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Continue {
-    /// resourceVersion of the first page.
-    rv: u64,
+    /// resourceVersion of the first page; -1: the latest (kube's token for an
+    /// inconsistent continue).
+    rv: i64,
     /// Last key returned.
     start: String,
 }
@@ -94,12 +90,17 @@ pub fn list(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
     let (after, list_rv) = match r.query.get("continue").filter(|c| !c.is_empty()) {
         Some(tok) => {
             let c = decode_continue(tok)?;
-            if c.rv < app.store.oldest_watchable() {
-                return Err(ApiError::Expired(
-                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.".into(),
-                ));
+            match u64::try_from(c.rv) {
+                Ok(rv) if rv < app.store.oldest_watchable() => {
+                    return Err(ApiError::InconsistentContinue(encode_continue(&Continue {
+                        rv: -1,
+                        start: c.start,
+                    })));
+                }
+                Ok(rv) => (Some(c.start), Some(rv)),
+                Err(_) if c.rv == -1 => (Some(c.start), None),
+                Err(_) => return Err(ApiError::bad_request("continue key is not valid")),
             }
-            (Some(c.start), Some(c.rv))
         }
         None => (None, None),
     };
@@ -144,10 +145,14 @@ pub fn list(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
     }
     let mut meta = json!({ "resourceVersion": rv.to_string() });
     if let Some(Some(last)) = next {
-        meta["continue"] = json!(encode_continue(&Continue { rv, start: last }));
+        meta["continue"] = json!(encode_continue(&Continue {
+            rv: i64::try_from(rv).unwrap_or(i64::MAX),
+            start: last,
+        }));
         meta["remainingItemCount"] = json!(remaining);
-    } else if info.crd.is_some() {
-        // kube's unstructured lists of custom resources always have one.
+    } else if info.crd.is_some() && !r.wants_table() {
+        // kube's unstructured lists of custom resources always have one (its
+        // Tables do not).
         meta["continue"] = json!("");
     }
     let objects: Vec<Value> = items.into_iter().map(|(_, o)| o).collect();

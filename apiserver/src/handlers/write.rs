@@ -178,11 +178,7 @@ pub(super) async fn admit_new(
     warnings.extend(adm::mutate(app, &attrs, Some(&mut obj), None).await?);
     validate_schema(info, &obj, None)?;
     meta::prepare_create(info, ctx.namespace.as_deref(), &mut obj)?;
-    if info.has_status
-        && let Some(m) = obj.as_object_mut()
-    {
-        m.remove("status");
-    }
+    crate::objects::initial_status::set_initial_status(info, &mut obj);
     crate::strategy::on_create(info, &mut obj)?;
     meta::validate_name_and_labels(info, &obj)?;
     match managed {
@@ -547,8 +543,8 @@ async fn finish_update(
     }
     // Webhooks see no-op updates too (kube admits before comparing).
     warnings.extend(adm::validate(app, &attrs, Some(&new), Some(old)).await?);
-    let old_cmp = without_rv(&present(info, old));
-    if without_rv(&new) == old_cmp {
+    let comparable = |o: &Value| crate::objects::events::without_zero_fields(info, without_rv(o));
+    if comparable(&new) == comparable(&present(info, old)) {
         return Ok((None, warnings));
     }
     Ok((Some(new), warnings))

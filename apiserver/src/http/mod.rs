@@ -91,7 +91,7 @@ async fn route(app: Arc<App>, req: Request<Body>) -> Response {
         ["apis"] if get => json_response(200, &discovery::group_list(&app.registry), &[]),
         ["apis", group] if get => match discovery::group(&app.registry, group) {
             Some(g) => json_response(200, &g, &[]),
-            None => error_response(&not_found_path()),
+            None => respond::page_not_found(),
         },
         ["openapi", "v2"] | ["swagger-2.0.0.pb-v1"] if get && accept.contains("protobuf") => {
             openapi::v2_protobuf()
@@ -122,14 +122,17 @@ async fn route(app: Arc<App>, req: Request<Body>) -> Response {
         _ if !get => error_response(&ApiError::MethodNotAllowed(
             "the server does not allow this method on the requested resource".into(),
         )),
-        _ => error_response(&not_found_path()),
+        ["api", ..] => error_response(&not_found_path()),
+        // kube's mux: paths outside the API groups it serves.
+        _ => respond::page_not_found(),
     }
 }
 
+/// kube's generic 404 (`NewGenericServerResponse`): empty `details`.
 fn not_found_path() -> ApiError {
     ApiError::NotFound {
         message: "the server could not find the requested resource".into(),
-        details: None,
+        details: Some(crate::error::Details::default()),
     }
 }
 
@@ -165,6 +168,10 @@ async fn resource(
         version,
         rest,
     } = target;
+    if !group.is_empty() && discovery::group(&app.registry, group).is_none() {
+        // A group not served is not the API's: kube's mux answers.
+        return respond::page_not_found();
+    }
     if rest.is_empty() {
         if req.method() != Method::GET {
             return error_response(&ApiError::MethodNotAllowed(

@@ -97,6 +97,24 @@ fn dropped_fields(orig: &Value, kept: &Value, prefix: &str, out: &mut Vec<String
     }
 }
 
+/// The maps and lists of `ObjectMeta` that Go leaves out when empty (`omitempty`):
+/// kube never stores `labels: {}` or `finalizers: []`. (`managedFields: []` is
+/// left: it asks the field manager to reset them.)
+const OMIT_EMPTY_METADATA: [&str; 4] = ["labels", "annotations", "finalizers", "ownerReferences"];
+
+fn drop_empty_collections(meta: &mut Value) {
+    if let Some(m) = meta.as_object_mut() {
+        m.retain(|k, v| {
+            !(OMIT_EMPTY_METADATA.contains(&k.as_str())
+                && match v {
+                    Value::Object(o) => o.is_empty(),
+                    Value::Array(a) => a.is_empty(),
+                    _ => false,
+                })
+        });
+    }
+}
+
 /// Decode failures as kube reports them.
 fn decode_error(info: &ResourceInfo, detail: &str) -> ApiError {
     ApiError::bad_request(format!(
@@ -134,8 +152,9 @@ pub fn normalize(
     if let Some(meta) = obj.get("metadata") {
         let typed: ObjectMeta = serde_json::from_value(meta.clone())
             .map_err(|e| decode_error(info, &format!("metadata: {e}")))?;
-        let kept = serde_json::to_value(typed).expect("ObjectMeta serializes");
+        let mut kept = serde_json::to_value(typed).expect("ObjectMeta serializes");
         dropped_fields(meta, &kept, "metadata", &mut unknown);
+        drop_empty_collections(&mut kept);
         obj["metadata"] = kept;
     }
     if let Some(rt) = info.roundtrip {

@@ -77,6 +77,60 @@ fn pod_spec(spec: &mut Value) {
     }
 }
 
+/// `SetDefaults_ReplicationController`: selector and labels from the template's
+/// labels when empty, one replica, and the template's defaults.
+fn replication_controller(obj: &mut Value) {
+    let labels = obj
+        .pointer("/spec/template/metadata/labels")
+        .filter(|l| l.as_object().is_some_and(|l| !l.is_empty()))
+        .cloned();
+    if let Some(labels) = labels {
+        let empty = |v: Option<&Value>| {
+            v.and_then(Value::as_object)
+                .is_none_or(serde_json::Map::is_empty)
+        };
+        if empty(obj.pointer("/spec/selector")) {
+            child(obj, "spec")["selector"] = labels.clone();
+        }
+        if empty(obj.pointer("/metadata/labels")) {
+            child(obj, "metadata")["labels"] = labels;
+        }
+    }
+    let spec = child(obj, "spec");
+    default(spec, "replicas", json!(1));
+    if spec.get("template").is_some_and(Value::is_object) {
+        template(spec);
+    }
+}
+
+/// `SetDefaults_Pod`: what a Pod gets and a pod template does not (requests
+/// defaulted from limits, `enableServiceLinks`).
+fn pod(obj: &mut Value) {
+    let spec = child(obj, "spec");
+    for list in ["containers", "initContainers"] {
+        for c in spec
+            .get_mut(list)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            let Some(limits) = c
+                .pointer("/resources/limits")
+                .and_then(Value::as_object)
+                .cloned()
+            else {
+                continue;
+            };
+            let requests = child(child(c, "resources"), "requests");
+            for (name, quantity) in limits {
+                default(requests, &name, quantity);
+            }
+        }
+    }
+    default(spec, "enableServiceLinks", json!(true));
+    pod_spec(spec);
+}
+
 fn template(spec: &mut Value) {
     let t = child(spec, "template");
     pod_spec(child(t, "spec"));
@@ -118,7 +172,7 @@ pub fn namespace_name_label(obj: &mut Value) {
 /// Applies the defaults of `info`'s kind to `obj` (built-ins only).
 pub fn apply(info: &ResourceInfo, obj: &mut Value) {
     match (info.group.as_str(), info.plural.as_str()) {
-        ("", "pods") => pod_spec(child(obj, "spec")),
+        ("", "pods") => pod(obj),
         ("", "secrets") => default(obj, "type", json!("Opaque")),
         ("", "namespaces") => namespace_name_label(obj),
         (crate::admission::GROUP, crate::admission::MUTATING | crate::admission::VALIDATING) => {
@@ -186,6 +240,7 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value) {
             );
             template(spec);
         }
+        ("", "replicationcontrollers") => replication_controller(obj),
         ("apps", "replicasets") => {
             let spec = child(obj, "spec");
             default(spec, "replicas", json!(1));

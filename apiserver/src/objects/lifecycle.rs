@@ -52,6 +52,20 @@ pub enum Deletion {
     Pending(Value, Option<Write>),
 }
 
+/// Marks `obj` as deleting, as `marking` says.
+pub fn mark(obj: &mut Value, marking: Marking) {
+    let m = meta::meta_mut(obj);
+    m.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
+    if marking == Marking::Generic {
+        m.insert("deletionGracePeriodSeconds".into(), json!(0));
+        if let Some(generation) = m.get("generation").and_then(Value::as_i64)
+            && generation > 0
+        {
+            m.insert("generation".into(), json!(generation + 1));
+        }
+    }
+}
+
 /// Deletes `obj` at `key`: marks it as `marking` says (finalizers present or
 /// added by `policy`, or `keep_alive` for namespaces) or removes it.
 pub fn delete(
@@ -78,19 +92,11 @@ pub fn delete(
         return Deletion::Removed(Write::Delete(key.to_string()));
     }
     let mut new = obj.clone();
-    let m = meta::meta_mut(&mut new);
     if !meta::is_deleting(obj) {
-        m.insert("deletionTimestamp".into(), json!(meta::now_rfc3339()));
-        if marking == Marking::Generic {
-            m.insert("deletionGracePeriodSeconds".into(), json!(0));
-            if let Some(generation) = m.get("generation").and_then(Value::as_i64)
-                && generation > 0
-            {
-                m.insert("generation".into(), json!(generation + 1));
-            }
-        }
+        mark(&mut new, marking);
         changed = true;
     }
+    let m = meta::meta_mut(&mut new);
     if !fins.is_empty() {
         m.insert("finalizers".into(), json!(fins));
     }

@@ -1,11 +1,13 @@
 //! Server-side Table output (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`).
 
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
 use serde_json::{Value, json};
 
 use crate::registry::ResourceInfo;
 
 mod builtin;
-use builtin::builtin_columns;
 
 /// One column: header, type, and how to compute the cell.
 struct Column {
@@ -18,12 +20,29 @@ struct Column {
 }
 
 enum Cell {
-    Name,
-    Age,
     /// A CRD printer column (jsonPath, type).
     JsonPath(String, String),
-    Builtin(fn(&Value) -> Value),
+    /// A column of kube's printer for the built-in group/plural.
+    Builtin(String, String),
 }
+
+/// A column definition as kube's Table has it.
+#[derive(serde::Deserialize)]
+struct Definition {
+    name: String,
+    #[serde(rename = "type")]
+    kind: String,
+    format: String,
+    description: String,
+    priority: i64,
+}
+
+/// kube-apiserver 1.36.3's column definitions of each built-in kind's Table, by
+/// `group/plural`: its printers' columns, descriptions from the API's docs
+/// (`scripts/kube-table-columns` writes the file from a real control plane).
+static KUBE_COLUMNS: LazyLock<HashMap<String, Vec<Definition>>> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("columns.json")).expect("columns.json is valid")
+});
 
 /// kube's `duration.HumanDuration`.
 // Seconds, minutes, hours, days, years: the units' letters, as in kube's `HumanDuration`.
@@ -69,75 +88,86 @@ pub fn human_duration(secs: i64) -> String {
     }
 }
 
-fn age(obj: &Value) -> Value {
-    let Some(ts) = obj
-        .pointer("/metadata/creationTimestamp")
-        .and_then(Value::as_str)
-    else {
-        return json!("<unknown>");
-    };
-    match chrono::DateTime::parse_from_rfc3339(ts) {
-        Ok(t) => json!(human_duration(
+/// kube's `translateTimestampSince`: the age of an RFC 3339 time, `<unknown>`
+/// without one.
+fn age_of(ts: Option<&str>) -> Value {
+    match ts.map(chrono::DateTime::parse_from_rfc3339) {
+        Some(Ok(t)) => json!(human_duration(
             (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_seconds()
         )),
-        Err(_) => json!("<unknown>"),
+        _ => json!("<unknown>"),
     }
 }
 
-fn col(name: &str, kind: &str, cell: Cell) -> Column {
+/// kube's Name column, and an Age column.
+fn name_and_age(info: &ResourceInfo) -> Vec<Column> {
+    KUBE_COLUMNS["/configmaps"]
+        .iter()
+        .filter(|d| d.name == "Name" || d.name == "Age")
+        .map(|d| column(d, Cell::Builtin(info.group.clone(), info.plural.clone())))
+        .collect()
+}
+
+fn column(d: &Definition, cell: Cell) -> Column {
     Column {
-        name: name.into(),
-        kind: kind.into(),
-        format: String::new(),
-        description: String::new(),
-        priority: 0,
+        name: d.name.clone(),
+        kind: d.kind.clone(),
+        format: d.format.clone(),
+        description: d.description.clone(),
+        priority: d.priority,
         cell,
     }
 }
 
 fn columns(info: &ResourceInfo) -> Vec<Column> {
-    let mut cols = vec![Column {
-        name: "Name".into(),
-        kind: "string".into(),
-        format: "name".into(),
-        description: "Name must be unique within a namespace.".into(),
-        priority: 0,
-        cell: Cell::Name,
-    }];
-    if let Some(crd) = &info.crd {
-        if crd.printer_columns.is_empty() {
-            cols.push(col("Age", "date", Cell::Age));
-        }
-        for c in &crd.printer_columns {
-            let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-            cols.push(Column {
-                name: s("name"),
-                kind: s("type"),
-                format: s("format"),
-                description: s("description"),
-                priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
-                cell: Cell::JsonPath(s("jsonPath"), s("type")),
-            });
-        }
-    } else {
-        let extra = builtin_columns(info);
-        let is_crd = info.plural == "customresourcedefinitions";
-        cols.extend(extra);
-        if !is_crd {
-            cols.push(col("Age", "string", Cell::Age));
-        }
+    let Some(crd) = &info.crd else {
+        let key = format!("{}/{}", info.group, info.plural);
+        return match KUBE_COLUMNS.get(&key) {
+            Some(defs) => defs
+                .iter()
+                .map(|d| column(d, Cell::Builtin(info.group.clone(), info.plural.clone())))
+                .collect(),
+            None => name_and_age(info),
+        };
+    };
+    let mut cols = name_and_age(info);
+    let age = cols.pop().expect("an Age column");
+    if crd.printer_columns.is_empty() {
+        cols.push(Column {
+            kind: "date".into(),
+            description: String::new(),
+            ..age
+        });
+    }
+    for c in &crd.printer_columns {
+        let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let description = match s("description") {
+            d if d.is_empty() => format!(
+                "Custom resource definition column (in JSONPath format): {}",
+                s("jsonPath")
+            ),
+            d => d,
+        };
+        cols.push(Column {
+            name: s("name"),
+            kind: s("type"),
+            format: s("format"),
+            description,
+            priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+            cell: Cell::JsonPath(s("jsonPath"), s("type")),
+        });
     }
     cols
 }
 
 fn cell(c: &Column, obj: &Value) -> Value {
     match &c.cell {
-        Cell::Name => obj.pointer("/metadata/name").cloned().unwrap_or(json!("")),
-        Cell::Age => age(obj),
         Cell::JsonPath(path, kind) => {
             gantry_schema::printer_column_value(obj, path, kind, &c.format)
         }
-        Cell::Builtin(f) => f(obj),
+        Cell::Builtin(group, plural) => {
+            builtin::cell(group, plural, &c.name, obj).unwrap_or_else(|| json!(""))
+        }
     }
 }
 

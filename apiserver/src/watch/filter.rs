@@ -59,7 +59,7 @@ pub(crate) fn config_maps_in_default(labels: &str) -> Filter {
         name: None,
         selectors: Selectors {
             labels: LabelSelector::parse(labels).unwrap(),
-            fields: FieldSelector::parse("").unwrap(),
+            fields: FieldSelector::default(),
         },
     }
 }

@@ -113,7 +113,7 @@ mod tests {
             name: None,
             selectors: Selectors {
                 labels: LabelSelector::parse(labels).unwrap(),
-                fields: FieldSelector::parse("").unwrap(),
+                fields: FieldSelector::default(),
             },
         }
     }

@@ -1,6 +1,7 @@
 //! What must differ between two servers, replaced by placeholders before
-//! bodies are compared: uids, resourceVersions, continue tokens, service-account tokens,
-//! timestamps and ages, allocated cluster IPs, generated names, the port
+//! bodies are compared: uids, resourceVersions, continue tokens,
+//! service-account tokens, timestamps and ages, allocated cluster IPs (in
+//! Tables too), generated names, the port
 //! in `serverAddressByClientCIDRs`, uids inside `managedFields` keys and
 //! selfLinks. `managedFields` entries
 //! are sorted by manager, operation and subresource: kube orders them by
@@ -14,8 +15,9 @@ use serde_json::Value;
 /// prefix: a generated name anywhere in a body becomes `PREFIX<suffix>`.
 pub type GeneratedNames = HashMap<String, String>;
 
-/// Columns of a Table whose cells are ages ("5s").
+/// Columns of a Table whose cells are ages ("5s"), or allocated addresses.
 const AGE_COLUMNS: [&str; 3] = ["age", "last seen", "first seen"];
+const IP_COLUMNS: [&str; 1] = ["cluster-ip"];
 
 /// Normalize `value` in place.
 pub fn normalize(value: &mut Value, generated: &GeneratedNames) {
@@ -149,6 +151,12 @@ fn replace_uuids(s: &str) -> Option<String> {
 }
 
 fn blank_age_cells(table: &mut Value) {
+    blank_cells(table, &AGE_COLUMNS, "<age>");
+    blank_cells(table, &IP_COLUMNS, "<ip>");
+}
+
+/// Replaces the cells of the columns named (case aside) in `names`.
+fn blank_cells(table: &mut Value, names: &[&str], placeholder: &str) {
     let columns: Vec<usize> = table["columnDefinitions"]
         .as_array()
         .map(|columns| {
@@ -158,7 +166,7 @@ fn blank_age_cells(table: &mut Value) {
                 .filter(|(_, c)| {
                     c["name"]
                         .as_str()
-                        .is_some_and(|n| AGE_COLUMNS.contains(&n.to_ascii_lowercase().as_str()))
+                        .is_some_and(|n| names.contains(&n.to_ascii_lowercase().as_str()))
                 })
                 .map(|(i, _)| i)
                 .collect()
@@ -168,7 +176,7 @@ fn blank_age_cells(table: &mut Value) {
         for row in rows {
             for &i in &columns {
                 if let Some(cell) = row["cells"].get_mut(i) {
-                    *cell = Value::String("<age>".into());
+                    *cell = Value::String(placeholder.into());
                 }
             }
         }
@@ -209,9 +217,9 @@ mod tests {
     #[test]
     fn table_ages() {
         let mut v = json!({"kind": "Table",
-            "columnDefinitions": [{"name": "Name"}, {"name": "Age"}],
-            "rows": [{"cells": ["a", "5s"]}]});
+            "columnDefinitions": [{"name": "Name"}, {"name": "Age"}, {"name": "Cluster-IP"}],
+            "rows": [{"cells": ["a", "5s", "10.96.0.1"]}]});
         normalize(&mut v, &GeneratedNames::new());
-        assert_eq!(v["rows"][0]["cells"], json!(["a", "<age>"]));
+        assert_eq!(v["rows"][0]["cells"], json!(["a", "<age>", "<ip>"]));
     }
 }

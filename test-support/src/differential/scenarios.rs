@@ -7,7 +7,9 @@
 //! patches of each type, label, annotate, replace, scale, dry-run, RBAC and
 //! quota generators, auth can-i, service-account tokens, explain, events, describe, a CRD with
 //! printer columns, status and scale subresources and a finalizer,
-//! generated names, and deletes. Their output is not checked here (the
+//! generated names, deletes (each kind answers as its registry does), the
+//! status new objects get, Events of both APIs with their field selectors,
+//! and 404s. Their output is not checked here (the
 //! kubectl suite of the API server does that); only what the servers
 //! answer is compared, on replay.
 
@@ -138,6 +140,79 @@ const BAD_WIDGET: &str = "apiVersion: example.com/v1
 kind: Widget
 metadata: {name: w2, namespace: diff}
 spec: {replicas: 11}
+";
+
+/// Empty labels and annotations, which kube does not store.
+const EMPTY_LABELS: &str = "apiVersion: v1
+kind: ConfigMap
+metadata: {name: bare, namespace: diff, labels: {}, annotations: {}}
+";
+
+/// A Pod whose requests default to its limits: `QoS` class `Guaranteed`.
+const GUARANTEED_POD: &str = "apiVersion: v1
+kind: Pod
+metadata: {name: p2, namespace: diff}
+spec:
+  restartPolicy: Never
+  containers: [{name: web, image: nginx:1.27, resources: {limits: {cpu: 100m, memory: 64Mi}}}]
+";
+
+/// Kinds whose new objects get a status from kube, and no controller of the
+/// test control plane writes theirs. (A claim gets kube's protection finalizer
+/// from an admission plugin, which the embedded server leaves out: its claims
+/// would never go, with no controller to remove it; `tests/kube_parity.rs` has
+/// their status.)
+const WITH_STATUS: &str = "apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ReplicationController
+  metadata: {name: rc, namespace: diff}
+  spec:
+    replicas: 0
+    selector: {app: rc}
+    template:
+      metadata: {labels: {app: rc}}
+      spec: {containers: [{name: web, image: nginx:1.27}]}
+- apiVersion: policy/v1
+  kind: PodDisruptionBudget
+  metadata: {name: pdb, namespace: diff}
+  spec: {minAvailable: 1, selector: {matchLabels: {app: none}}}
+- apiVersion: networking.k8s.io/v1
+  kind: Ingress
+  metadata: {name: ing, namespace: diff}
+  spec: {defaultBackend: {service: {name: svc1, port: {number: 80}}}}
+";
+
+/// An Event of each API.
+const EVENTS: &str = "apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Event
+  metadata: {name: core-event, namespace: diff}
+  involvedObject: {apiVersion: v1, kind: Pod, name: p2, namespace: diff}
+  reason: Tested
+  message: a core/v1 event
+  type: Normal
+- apiVersion: events.k8s.io/v1
+  kind: Event
+  metadata: {name: new-event, namespace: diff}
+  regarding: {apiVersion: v1, kind: Pod, name: p2, namespace: diff}
+  reason: Tested
+  note: an events.k8s.io/v1 event
+  type: Normal
+  action: Test
+  eventTime: '2026-01-02T03:04:05.000000Z'
+  reportingController: gantry.dev/differential
+  reportingInstance: differential-1
+";
+
+/// A Widget with no finalizer: deleted at once.
+const PLAIN_WIDGET: &str = "apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w3, namespace: diff}
+spec: {replicas: 1}
 ";
 
 /// A ConfigMap as `kubectl get -o json` printed it, changed, for replace.
@@ -271,7 +346,47 @@ fn steps() -> Vec<Step> {
             "--field-selector=status.phase=Pending",
         ]),
         step(&["get", "pods", "-n", NS, "-o", "wide"]),
+        with_input(&["create", "-f", "-", "-o", "json"], GUARANTEED_POD),
+        step(&[
+            "get",
+            "pods",
+            "-n",
+            NS,
+            "--field-selector=spec.restartPolicy=Never,spec.schedulerName=default-scheduler,status.podIP=,status.nominatedNodeName=",
+            "-o",
+            "json",
+        ]),
         step(&["delete", "pod", "p1", "-n", NS]),
+        with_input(&["create", "-f", "-", "-o", "json"], WITH_STATUS),
+        with_input(&["create", "-f", "-", "-o", "json"], EMPTY_LABELS),
+        step(&["get", "services", "-n", NS, "-o", "wide"]),
+        step(&["delete", "service", "svc1", "-n", NS]),
+        step(&["create", "serviceaccount", "sa1", "-n", NS]),
+        step(&["delete", "serviceaccount", "sa1", "-n", NS]),
+        with_input(&["create", "-f", "-"], EVENTS),
+        step(&["get", "event", "core-event", "-n", NS, "-o", "json"]),
+        step(&[
+            "get",
+            "events.v1.events.k8s.io",
+            "core-event",
+            "-n",
+            NS,
+            "-o",
+            "json",
+        ]),
+        step(&["get", "event", "new-event", "-n", NS, "-o", "json"]),
+        step(&[
+            "get",
+            "events",
+            "-n",
+            NS,
+            "--field-selector=involvedObject.apiVersion=v1,involvedObject.kind=Pod,source=gantry.dev/differential",
+            "-o",
+            "json",
+        ]),
+        since(26, &["events", "-n", NS, "--for", "pod/p2"]),
+        step(&["get", "--raw", "/api/v1/bogus"]),
+        step(&["get", "--raw", "/apis/nope.example.com/v1"]),
         step(&[
             "create",
             "role",
@@ -341,6 +456,8 @@ fn steps() -> Vec<Step> {
             r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
         ]),
         step(&["get", "widget", "w1", "-n", NS]),
+        with_input(&["create", "-f", "-"], PLAIN_WIDGET),
+        step(&["delete", "widget", "w3", "-n", NS]),
         step(&["delete", "configmap", "cm1", "-n", NS]),
         step(&["get", "configmap", "cm1", "-n", NS]),
         step(&["delete", "crd", "widgets.example.com"]),

@@ -4,6 +4,10 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use crate::registry::ResourceInfo;
+
+pub mod fields;
+
 /// One label requirement.
 #[derive(Clone, Debug, PartialEq)]
 enum Req {
@@ -21,9 +25,9 @@ pub struct LabelSelector {
     reqs: Vec<Req>,
 }
 
-/// A selector that could not be parsed.
+/// A selector that could not be parsed (its message is kube's).
 #[derive(Debug, thiserror::Error)]
-#[error("unable to parse requirement: {0}")]
+#[error("{0}")]
 pub struct SelectorError(pub String);
 
 /// Splits on commas outside parentheses.
@@ -62,7 +66,11 @@ fn parse_set(s: &str) -> Result<BTreeSet<String>, SelectorError> {
     let inner = s
         .strip_prefix('(')
         .and_then(|x| x.strip_suffix(')'))
-        .ok_or_else(|| SelectorError(format!("expected (values) in {s:?}")))?;
+        .ok_or_else(|| {
+            SelectorError(format!(
+                "unable to parse requirement: expected (values) in {s:?}"
+            ))
+        })?;
     Ok(inner
         .split(',')
         .map(|v| v.trim().to_string())
@@ -100,7 +108,7 @@ impl LabelSelector {
             };
             if !valid_key(key) {
                 return Err(SelectorError(format!(
-                    "invalid label key {key:?} in {part:?}"
+                    "unable to parse requirement: invalid label key {key:?} in {part:?}"
                 )));
             }
             reqs.push(req);
@@ -123,16 +131,16 @@ impl LabelSelector {
     }
 }
 
-/// A parsed field selector over `metadata.name` / `metadata.namespace` (and a few
-/// well-known fields kube supports, compared as strings).
+/// A parsed field selector: each field as `info`'s kind reads it ([`fields`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FieldSelector {
-    reqs: Vec<(String, bool, String)>,
+    reqs: Vec<(fields::Field, bool, String)>,
 }
 
 impl FieldSelector {
-    /// Parses `f=v,g!=w` (also `==`).
-    pub fn parse(s: &str) -> Result<Self, SelectorError> {
+    /// Parses `f=v,g!=w` (also `==`) for the kind `info`; a field the kind cannot
+    /// be selected by is an error with kube's message.
+    pub fn parse(info: &ResourceInfo, s: &str) -> Result<Self, SelectorError> {
         let mut reqs = vec![];
         for part in split_top(s) {
             let (field, eq, value) = if let Some((k, v)) = part.split_once("!=") {
@@ -142,12 +150,11 @@ impl FieldSelector {
             } else if let Some((k, v)) = part.split_once('=') {
                 (k, true, v)
             } else {
-                return Err(SelectorError(format!("invalid field selector: {part:?}")));
+                return Err(SelectorError(format!(
+                    "invalid selector: '{s}'; can't understand '{part}'"
+                )));
             };
-            let field = field.trim().to_string();
-            if !field_supported(&field) {
-                return Err(SelectorError(format!("field label not supported: {field}")));
-            }
+            let field = fields::field(info, field.trim()).map_err(SelectorError)?;
             reqs.push((field, eq, value.trim().to_string()));
         }
         Ok(FieldSelector { reqs })
@@ -155,36 +162,10 @@ impl FieldSelector {
 
     /// Whether the object satisfies the selector.
     pub fn matches(&self, obj: &Value) -> bool {
-        self.reqs.iter().all(|(f, eq, v)| {
-            let ptr = format!("/{}", f.replace('.', "/"));
-            let actual = match obj.pointer(&ptr) {
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Null) | None => String::new(),
-                Some(other) => other.to_string(),
-            };
-            (actual == *v) == *eq
-        })
+        self.reqs
+            .iter()
+            .all(|(f, eq, v)| (f.value(obj) == *v) == *eq)
     }
-}
-
-fn field_supported(f: &str) -> bool {
-    matches!(
-        f,
-        "metadata.name"
-            | "metadata.namespace"
-            | "spec.nodeName"
-            | "status.phase"
-            | "spec.type"
-            | "type"
-            | "reason"
-            | "involvedObject.name"
-            | "involvedObject.kind"
-            | "involvedObject.namespace"
-            | "involvedObject.uid"
-            | "regarding.name"
-            | "regarding.kind"
-            | "regarding.namespace"
-    )
 }
 
 /// Both selectors of a list or watch request.
@@ -239,15 +220,74 @@ mod tests {
         assert!(LabelSelector::parse("a in b").is_err());
     }
 
+    fn builtin(group: &str, plural: &str) -> ResourceInfo {
+        crate::registry::builtin::all()
+            .into_iter()
+            .find(|r| r.group == group && r.plural == plural)
+            .unwrap()
+    }
+
     #[test]
     fn field_selectors() {
+        let cm = builtin("", "configmaps");
         let o = obj(json!({}));
-        assert!(FieldSelector::parse("metadata.name=a").unwrap().matches(&o));
         assert!(
-            !FieldSelector::parse("metadata.namespace!=ns")
+            FieldSelector::parse(&cm, "metadata.name=a")
                 .unwrap()
                 .matches(&o)
         );
-        assert!(FieldSelector::parse("spec.bogus=1").is_err());
+        assert!(
+            !FieldSelector::parse(&cm, "metadata.namespace!=ns")
+                .unwrap()
+                .matches(&o)
+        );
+        assert_eq!(
+            FieldSelector::parse(&cm, "spec.bogus=1")
+                .unwrap_err()
+                .to_string(),
+            r#""spec.bogus" is not a known field selector: only "metadata.name", "metadata.namespace""#
+        );
+        let pods = builtin("", "pods");
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"restartPolicy": "Never"},
+            "status": {"phase": "Pending", "podIPs": [{"ip": "10.0.0.1"}]}});
+        for (sel, want) in [
+            ("spec.restartPolicy=Never", true),
+            ("spec.hostNetwork=false", true),
+            ("status.podIP=10.0.0.1", true),
+            ("status.nominatedNodeName=", true),
+            ("spec.schedulerName=x", false),
+            ("spec.host=", true),
+        ] {
+            assert_eq!(
+                FieldSelector::parse(&pods, sel).unwrap().matches(&pod),
+                want,
+                "{sel}"
+            );
+        }
+        assert_eq!(
+            FieldSelector::parse(&pods, "spec.bogus=1")
+                .unwrap_err()
+                .to_string(),
+            "field label not supported: spec.bogus"
+        );
+        let events = builtin("events.k8s.io", "events");
+        let event = json!({"involvedObject": {"apiVersion": "v1", "kind": "Pod"},
+            "reportingComponent": "kubelet"});
+        for sel in [
+            "regarding.apiVersion=v1",
+            "regarding.kind=Pod",
+            "reportingController=kubelet",
+        ] {
+            assert!(
+                FieldSelector::parse(&events, sel).unwrap().matches(&event),
+                "{sel}"
+            );
+        }
+        let core = builtin("", "events");
+        assert!(
+            FieldSelector::parse(&core, "involvedObject.apiVersion=v1,source=kubelet")
+                .unwrap()
+                .matches(&event)
+        );
     }
 }
