@@ -85,5 +85,9 @@ async fn reconcile(set: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action> {
         "updatedNumberScheduled": super::count(count(&|p| revision_of(p) == Some(revision.as_str()))),
     });
     super::write_status(&ctx, &*set, status).await?;
-    Ok(Action::await_change())
+    // A Pod Ready for less than `minReadySeconds` becomes available later.
+    let waiting = pods
+        .iter()
+        .find_map(|p| availability(p, min_ready).err().flatten());
+    Ok(waiting.map_or_else(Action::await_change, Action::requeue))
 }
