@@ -13,6 +13,8 @@
 //! - [`registry`]: which resources exist (built-ins from k8s-openapi, CRDs via [`crd`]).
 //! - [`admission`]: calls the admission webhooks of webhook configurations.
 //! - [`gc`]: garbage collector, namespace and CRD cleanup controllers.
+//! - [`simulate`]: simulated workloads (a Node, Pods that become Ready, the workload
+//!   controllers' children and status), a client of the server that `gantry dev` runs.
 
 pub mod access;
 pub mod admission;
@@ -34,6 +36,7 @@ pub mod protobuf;
 pub mod registry;
 pub mod selectors;
 pub mod server;
+pub mod simulate;
 pub mod storage;
 pub mod strategy;
 pub mod table;

@@ -347,3 +347,115 @@ async fn embedded_dev_keeps_its_kubeconfig_and_data_in_the_data_directory() {
     );
     stop_dev(dev, dir.path(), "reset");
 }
+
+/// A client of `gantry dev`'s embedded API server, from the kubeconfig in
+/// its data directory.
+async fn embedded_client(data: &std::path::Path) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(data.join("kubeconfig")).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// The status of `object`'s condition `kind`.
+fn condition_status(object: &DynamicObject, kind: &str) -> Option<String> {
+    object.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)?["status"]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// On the embedded API server `gantry dev` simulates workloads: the sample
+/// Memcached's Deployment gets Running, Ready Pods on the simulated Node and
+/// the Memcached (which reports its Deployment's ready replicas) becomes
+/// Ready. With `--no-simulate` the Deployment gets no Pods and the Memcached
+/// is reconciled but not Ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_dev_simulates_workloads_so_the_samples_become_ready() {
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    use k8s_openapi::api::core::v1::Node;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("simulated");
+    let args = [
+        std::ffi::OsStr::new("--data-dir"),
+        data.as_os_str(),
+        std::ffi::OsStr::new("--simulate-pod-ready-ms"),
+        std::ffi::OsStr::new("100"),
+    ];
+    let dev = start_dev(&args, dir.path(), "simulated");
+    let out = ready_output(dir.path(), "simulated").await;
+    assert!(
+        out.contains("simulating workloads on node gantry-dev"),
+        "{out}"
+    );
+    let client = embedded_client(&data).await;
+    let memcacheds = kind_api(&client, "cache.example.com", "Memcached", "memcacheds");
+    wait_for("the sample Memcached to be Ready", async || {
+        let m = memcacheds.get_opt("memcached-sample").await.ok()??;
+        (condition_status(&m, "Ready").as_deref() == Some("True")).then_some(())
+    })
+    .await;
+    let memcached = memcacheds.get("memcached-sample").await.unwrap();
+    assert_eq!(
+        memcached.data["status"]["readyReplicas"], 3,
+        "{memcached:?}"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let status = deployments
+        .get("memcached-sample")
+        .await
+        .unwrap()
+        .status
+        .unwrap();
+    assert_eq!(status.available_replicas, Some(3));
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let running = pods
+        .list(
+            &kube::api::ListParams::default().labels("app.kubernetes.io/instance=memcached-sample"),
+        )
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|p| {
+            p.spec.as_ref().unwrap().node_name.as_deref() == Some("gantry-dev")
+                && p.status.as_ref().unwrap().phase.as_deref() == Some("Running")
+        })
+        .count();
+    assert_eq!(running, 3);
+    stop_dev(dev, dir.path(), "simulated");
+
+    let data = dir.path().join("plain");
+    let args = [
+        std::ffi::OsStr::new("--data-dir"),
+        data.as_os_str(),
+        std::ffi::OsStr::new("--no-simulate"),
+    ];
+    let dev = start_dev(&args, dir.path(), "plain");
+    let out = ready_output(dir.path(), "plain").await;
+    assert!(!out.contains("simulating workloads"), "{out}");
+    let client = embedded_client(&data).await;
+    let memcacheds = kind_api(&client, "cache.example.com", "Memcached", "memcacheds");
+    let ready = wait_for("the sample Memcached to be reconciled", async || {
+        let m = memcacheds.get_opt("memcached-sample").await.ok()??;
+        condition_status(&m, "Ready")
+    })
+    .await;
+    assert_eq!(ready, "False");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    assert!(deployments.get("memcached-sample").await.is_ok());
+    let sets: Api<ReplicaSet> = Api::all(client.clone());
+    let pods: Api<Pod> = Api::all(client.clone());
+    let nodes: Api<Node> = Api::all(client.clone());
+    let params = kube::api::ListParams::default();
+    assert!(sets.list(&params).await.unwrap().items.is_empty());
+    assert!(pods.list(&params).await.unwrap().items.is_empty());
+    assert!(nodes.list(&params).await.unwrap().items.is_empty());
+    stop_dev(dev, dir.path(), "plain");
+}

@@ -118,6 +118,16 @@ pub struct DevArgs {
     /// this machine's loopback address, or set --webhook-url.
     #[arg(long, conflicts_with_all = ["data_dir", "listen"])]
     kubeconfig: Option<PathBuf>,
+    /// Do not simulate workloads on the embedded API server. By default a
+    /// simulated Node "runs" every Pod (no container starts): Deployments,
+    /// ReplicaSets, StatefulSets, Jobs and each DaemonSet get their Pods and
+    /// status as on a healthy cluster.
+    #[arg(long, conflicts_with = "kubeconfig")]
+    no_simulate: bool,
+    /// Milliseconds a simulated Pod stays Pending before it is Running and
+    /// Ready (and a Job's Pod runs before it succeeds).
+    #[arg(long, default_value_t = 500, conflicts_with = "kubeconfig")]
+    simulate_pod_ready_ms: u64,
     #[command(flatten)]
     operator: OperatorArgs,
 }
@@ -280,12 +290,29 @@ async fn dev_embedded(
         .write_kubeconfig(&kubeconfig)
         .context("writing the kubeconfig")?;
     let client = server.client();
+    // Only here, on the embedded server: on a real cluster kube's own
+    // controllers and kubelets do this.
+    let simulation = (!args.no_simulate).then(|| {
+        gantry_apiserver::simulate::Simulation::start(
+            server.client(),
+            gantry_apiserver::simulate::Settings {
+                pod_ready_after: Duration::from_millis(args.simulate_pod_ready_ms),
+                ..Default::default()
+            },
+        )
+    });
     let expected = install_dev(&client, args, components).await?;
     println!(
         "gantry dev: API server at {} (data in {})",
         server.url(),
         data_dir.display()
     );
+    if simulation.is_some() {
+        println!(
+            "gantry dev: simulating workloads on node {}: Pods become Ready, no container runs (--no-simulate turns it off)",
+            gantry_apiserver::simulate::NODE_NAME
+        );
+    }
     println!("gantry dev: export KUBECONFIG={}", kubeconfig.display());
     print_try_line();
     let operator_config = cluster_config(Some(&kubeconfig)).await?;
@@ -296,6 +323,9 @@ async fn dev_embedded(
         Some(expected),
     )
     .await;
+    if let Some(simulation) = simulation {
+        simulation.stop().await;
+    }
     server.shutdown().await;
     result
 }
