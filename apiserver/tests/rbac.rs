@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use gantry_test_support::differential::scenarios::kubectl_minor;
 use gantry_test_support::{Backend, Cluster, backends, kubectls};
 use k8s_openapi::api::authentication::v1::{SelfSubjectReview, TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::authorization::v1::{
@@ -53,6 +54,20 @@ async fn apply(client: &Client, object: serde_json::Value) {
     api.patch(name, &params, &kube::api::Patch::Apply(&object))
         .await
         .unwrap();
+}
+
+/// The namespace and its service account `builder`.
+async fn create_builder(admin: &Client) {
+    apply(
+        admin,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
+    )
+    .await;
+    apply(
+        admin,
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder"}}),
+    )
+    .await;
 }
 
 async fn token_for(admin: &Client, account: &str) -> String {
@@ -123,16 +138,7 @@ async fn may(client: &Client, verb: &str, resource: &str, namespace: &str) -> (b
 async fn service_accounts_are_held_to_their_bindings(backend: Backend) {
     let cluster = Cluster::start(backend).await;
     let admin = cluster.client();
-    apply(
-        &admin,
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
-    )
-    .await;
-    apply(
-        &admin,
-        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder"}}),
-    )
-    .await;
+    create_builder(&admin).await;
     let token = token_for(&admin, "builder").await;
     let builder = client_with_token(&cluster, &token).await;
 
@@ -286,16 +292,7 @@ async fn service_accounts_are_held_to_their_bindings(backend: Backend) {
 async fn token_requests_are_checked(backend: Backend) {
     let cluster = Cluster::start(backend).await;
     let admin = cluster.client();
-    apply(
-        &admin,
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
-    )
-    .await;
-    apply(
-        &admin,
-        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder"}}),
-    )
-    .await;
+    create_builder(&admin).await;
     let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), NS);
     let request = |seconds| TokenRequest {
         spec: TokenRequestSpec {
@@ -375,21 +372,6 @@ fn write_token_kubeconfig(admin: &Path, token: &str, to: &Path) {
     std::fs::write(to, serde_yaml::to_string(&config).unwrap()).unwrap();
 }
 
-async fn kubectl_minor(bin: &Path) -> u32 {
-    let out = tokio::process::Command::new(bin)
-        .args(["version", "--client", "-o", "json"])
-        .output()
-        .await
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["clientVersion"]["minor"]
-        .as_str()
-        .unwrap()
-        .trim_end_matches('+')
-        .parse()
-        .unwrap()
-}
-
 /// `kubectl create token`, `auth can-i` (with `--list`) and `auth whoami`
 /// with every kubectl found.
 #[backends]
@@ -397,16 +379,7 @@ async fn kubectl_minor(bin: &Path) -> u32 {
 async fn kubectl_auth_commands(backend: Backend) {
     let cluster = Cluster::start(backend).await;
     let admin = cluster.client();
-    apply(
-        &admin,
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
-    )
-    .await;
-    apply(
-        &admin,
-        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder"}}),
-    )
-    .await;
+    create_builder(&admin).await;
     apply(&admin, json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
         "metadata": {"name": "edit-maps", "namespace": NS},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "map-editor"},
@@ -422,7 +395,7 @@ async fn kubectl_auth_commands(backend: Backend) {
     let kubeconfig = cluster.kubeconfig();
     let dir = tempfile::tempdir().unwrap();
     for bin in kubectls() {
-        let minor = kubectl_minor(&bin).await;
+        let minor = kubectl_minor(&bin).await.unwrap();
         let (ok, out, err) = kubectl(&bin, kubeconfig, &["auth", "can-i", "delete", "nodes"]).await;
         assert!(
             ok && out == "yes",

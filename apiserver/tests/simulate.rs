@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use gantry_apiserver::simulate::{NODE_NAME, Settings, Simulation};
 use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
+use gantry_test_support::differential::scenarios::kubectl_minor;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -448,7 +449,7 @@ async fn kubectl_rollout_status_and_wait_see_simulated_workloads() {
     for kubectl in gantry_test_support::kubectls() {
         eprintln!("kubectl: {}", kubectl.display());
         let run = async |args: &[&str]| kubectl_ok(&kubectl, &kubeconfig, dir.path(), args).await;
-        let suffix = kubectl_minor(&kubectl);
+        let suffix = kubectl_minor(&kubectl).await.unwrap();
         let name = format!("web-{suffix}");
         let job = format!("once-{suffix}");
         run(&[
@@ -514,19 +515,6 @@ async fn kubectl_rollout_status_and_wait_see_simulated_workloads() {
         .await;
         assert!(out.contains("condition met"), "{out}");
     }
-}
-
-fn kubectl_minor(kubectl: &Path) -> String {
-    let out = std::process::Command::new(kubectl)
-        .args(["version", "--client", "-o", "json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["clientVersion"]["minor"]
-        .as_str()
-        .unwrap()
-        .trim_end_matches('+')
-        .to_string()
 }
 
 async fn kubectl_ok(kubectl: &Path, kubeconfig: &Path, dir: &Path, args: &[&str]) -> String {

@@ -117,11 +117,7 @@ fn forbidden(user: &UserInfo, attributes: &Attributes, reason: &str) -> ApiError
             subresource,
             name,
         } => {
-            let combined = if subresource.is_empty() {
-                resource.clone()
-            } else {
-                format!("{resource}/{subresource}")
-            };
+            let combined = rbac::combined_resource(resource, subresource);
             let scope = if namespace.is_empty() {
                 "at the cluster scope".to_string()
             } else {

@@ -233,6 +233,16 @@ fn applies_to(subject: &Subject, user: &UserInfo, binding_namespace: &str) -> bo
     }
 }
 
+/// `resource/subresource`, or the resource alone, as rules and refusals
+/// name it.
+pub fn combined_resource(resource: &str, subresource: &str) -> String {
+    if subresource.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}/{subresource}")
+    }
+}
+
 /// Whether `rule` allows `attributes` (kube's `RuleAllows`).
 pub fn allows(rule: &PolicyRule, attributes: &Attributes) -> bool {
     match attributes {
@@ -244,11 +254,7 @@ pub fn allows(rule: &PolicyRule, attributes: &Attributes) -> bool {
             name,
             ..
         } => {
-            let combined = if subresource.is_empty() {
-                resource.clone()
-            } else {
-                format!("{resource}/{subresource}")
-            };
+            let combined = combined_resource(resource, subresource);
             verb_matches(rule, verb)
                 && rule
                     .api_groups
