@@ -19,14 +19,6 @@ pub async fn run(ctx: Arc<Ctx>) {
     super::control::<DaemonSet, Pod, _, _>(ctx, reconcile).await;
 }
 
-fn revision_of(pod: &Pod) -> Option<&str> {
-    pod.metadata
-        .labels
-        .as_ref()?
-        .get(REVISION_HASH)
-        .map(String::as_str)
-}
-
 async fn reconcile(set: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action> {
     if set.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
@@ -42,7 +34,7 @@ async fn reconcile(set: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action> {
     // One Pod per node: the newest of the current revision stays.
     pods.sort_by_key(|p| {
         (
-            revision_of(p) != Some(revision.as_str()),
+            template::revision_of(p) != Some(revision.as_str()),
             std::cmp::Reverse(p.metadata.creation_timestamp.as_ref().map(|t| t.0)),
         )
     });
@@ -53,7 +45,7 @@ async fn reconcile(set: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action> {
         != Some("OnDelete");
     let outdated = pods
         .first()
-        .is_some_and(|p| revision_of(p) != Some(revision.as_str()));
+        .is_some_and(|p| template::revision_of(p) != Some(revision.as_str()));
     let keep = usize::from(!(rolling && outdated));
     for pod in pods.drain(keep.min(pods.len())..) {
         let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
@@ -82,7 +74,7 @@ async fn reconcile(set: Arc<DaemonSet>, ctx: Arc<Ctx>) -> Result<Action> {
         "numberReady": count(&|p| is_ready(p)),
         "numberAvailable": super::count(available),
         "numberUnavailable": super::count(1 - available),
-        "updatedNumberScheduled": super::count(count(&|p| revision_of(p) == Some(revision.as_str()))),
+        "updatedNumberScheduled": super::count(count(&|p| template::revision_of(p) == Some(revision.as_str()))),
     });
     super::write_status(&ctx, &*set, status).await?;
     // A Pod Ready for less than `minReadySeconds` becomes available later.

@@ -33,14 +33,6 @@ fn ordinal(set: &str, pod: &Pod) -> Option<i32> {
         .ok()
 }
 
-fn revision_of(pod: &Pod) -> Option<&str> {
-    pod.metadata
-        .labels
-        .as_ref()?
-        .get(REVISION_HASH)
-        .map(String::as_str)
-}
-
 async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Ctx>) -> Result<Action> {
     if set.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
@@ -121,7 +113,7 @@ async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Ctx>) -> Result<Action> {
         let outdated = pods
             .range(partition..)
             .rev()
-            .find(|(_, p)| revision_of(p) != Some(update_revision.as_str()))
+            .find(|(_, p)| template::revision_of(p) != Some(update_revision.as_str()))
             .map(|(i, _)| *i);
         if let Some(pod) = outdated.and_then(|i| pods.remove(&i)) {
             let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
@@ -148,7 +140,7 @@ async fn write(
         .count();
     let updated = pods
         .values()
-        .filter(|p| revision_of(p) == Some(update_revision))
+        .filter(|p| template::revision_of(p) == Some(update_revision))
         .count();
     let live = set.status.as_ref();
     let mut current_revision = live
@@ -159,7 +151,7 @@ async fn write(
     }
     let current = pods
         .values()
-        .filter(|p| revision_of(p) == Some(current_revision.as_str()))
+        .filter(|p| template::revision_of(p) == Some(current_revision.as_str()))
         .count();
     let status = json!({
         "observedGeneration": set.metadata.generation,

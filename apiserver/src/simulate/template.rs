@@ -12,6 +12,15 @@ pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
 /// The label of StatefulSet and DaemonSet Pods naming their revision.
 pub const REVISION_HASH: &str = "controller-revision-hash";
 
+/// The revision a StatefulSet's or DaemonSet's Pod was made from.
+pub fn revision_of(pod: &Pod) -> Option<&str> {
+    pod.metadata
+        .labels
+        .as_ref()?
+        .get(REVISION_HASH)
+        .map(String::as_str)
+}
+
 /// The characters of kube's `rand.SafeEncodeString` (no vowels, no look-alikes).
 const SAFE: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
