@@ -39,6 +39,8 @@
 // they fail (the workspace allows both lints for the application crates).
 #![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
+#[cfg(feature = "crd")]
+mod crd;
 mod log;
 mod policy;
 mod reconcile;
@@ -47,6 +49,8 @@ mod reconcile;
 #[cfg(target_arch = "wasm32")]
 pub mod guest;
 
+#[cfg(feature = "crd")]
+pub use crd::{HostStatus, crd_json, print_crd};
 pub use log::{LogLevel, debug, error, info, trace, warn};
 pub use policy::{AdmissionRequest, Mutation, Policy, Verdict, pod_spec_path};
 pub use reconcile::{

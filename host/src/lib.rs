@@ -14,6 +14,8 @@
 //!   binding, reconcile → guardrails → apply/prune → status.
 //! - [`policy`]: admission policies: policy bindings, the HTTPS webhook
 //!   server, webhook configuration sync, guardrails on reconcile output.
+//! - [`publish`]: `gantry plugin apply`: a plugin's CRDs and binding
+//!   ConfigMap applied to a cluster, and the operator's answer awaited.
 //! - [`toolchain`]: building plugin crates into components.
 //! - [`bench`]: side-by-side cost of native and plugin calls.
 //! - [`recorder`]: Kubernetes Events that always show their current message.
@@ -30,6 +32,7 @@ pub mod dev;
 pub mod health;
 pub mod manifest;
 pub mod policy;
+pub mod publish;
 pub mod recorder;
 pub mod runtime;
 pub mod telemetry;

@@ -11,15 +11,15 @@ use serde_json::Value;
 pub fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    parse_objects(&text).with_context(|| path.display().to_string())
+}
+
+/// Every object in YAML/JSON `text`, as [`read_objects`] reads a file.
+pub fn parse_objects(text: &str) -> anyhow::Result<Vec<Value>> {
     let mut objects = Vec::new();
-    for (index, document) in serde_yaml::Deserializer::from_str(&text).enumerate() {
-        let value = Value::deserialize(document).with_context(|| {
-            format!(
-                "{}: document {} is not valid YAML",
-                path.display(),
-                index + 1
-            )
-        })?;
+    for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let value = Value::deserialize(document)
+            .with_context(|| format!("document {} is not valid YAML", index + 1))?;
         match value {
             Value::Null => {}
             Value::Object(ref map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
@@ -32,8 +32,7 @@ pub fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
             }
             Value::Object(_) => objects.push(value),
             other => bail!(
-                "{}: document {} is not an object but {}",
-                path.display(),
+                "document {} is not an object but {}",
                 index + 1,
                 kind_of(&other)
             ),

@@ -5,6 +5,7 @@
 //! plugin could not be loaded; 5 bad input files or other failures.
 
 mod answer_diff;
+mod apply;
 mod bench;
 mod component;
 mod operator;

@@ -37,6 +37,13 @@ pub enum PluginCommand {
     /// Write the request the operator would build now for one parent (and
     /// the answer of the version in service), for `plugin run --request`.
     Capture(super::rollout::CaptureArgs),
+    /// Put a plugin into service on a cluster: build it, install its CRDs,
+    /// apply its binding ConfigMap (server-side) and wait until the
+    /// operator serves it or refuses it (exit 4, with the refusal).
+    Apply(super::apply::ApplyArgs),
+    /// Print the CRDs a plugin project ships (derived from its types, or
+    /// its crd.yaml).
+    Crd(super::apply::CrdArgs),
 }
 
 /// Languages `plugin new` scaffolds.
@@ -174,6 +181,8 @@ pub fn run(command: PluginCommand) -> ExitCode {
         PluginCommand::New(args) => new_project(&args),
         PluginCommand::Diff(args) => super::rollout::diff(&args),
         PluginCommand::Capture(args) => super::rollout::capture(&args),
+        PluginCommand::Apply(args) => super::apply::apply(&args),
+        PluginCommand::Crd(args) => super::apply::crd(&args),
     }
 }
 

@@ -8,7 +8,6 @@ pub mod install;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
@@ -16,7 +15,8 @@ use kube::discovery::Scope;
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
-use crate::controller::binding::{BINDING_KEY, BINDING_LABEL, PLUGIN_KEY, PLUGIN_ZSTD_KEY};
+use crate::controller::binding::{BINDING_KEY, BINDING_LABEL};
+use crate::publish::config_map;
 use crate::toolchain;
 pub use install::{ApplyError, Installer, Outcome};
 
@@ -45,10 +45,20 @@ pub async fn apply_object_with(
     object: &Value,
     force: bool,
 ) -> Result<DynamicObject, ApplyError> {
-    let (api, name) = api_for(client, object).await.map_err(ApplyError::Other)?;
     let mut params = PatchParams::apply(DEV_MANAGER);
     params.force = force;
-    match api.patch(&name, &params, &Patch::Apply(object)).await {
+    apply_object_as(client, object, &params).await
+}
+
+/// Server-side apply `object` with `params` (field manager, force); a
+/// conflict with another manager is an [`ApplyError::Conflict`].
+pub async fn apply_object_as(
+    client: &Client,
+    object: &Value,
+    params: &PatchParams,
+) -> Result<DynamicObject, ApplyError> {
+    let (api, name) = api_for(client, object).await.map_err(ApplyError::Other)?;
+    match api.patch(&name, params, &Patch::Apply(object)).await {
         Ok(applied) => Ok(applied),
         Err(kube::Error::Api(e)) if e.code == 409 => Err(ApplyError::Conflict(e.message)),
         Err(e) => Err(ApplyError::Other(
@@ -158,20 +168,9 @@ pub fn binding_config_map(
     component: &[u8],
     compress: bool,
 ) -> anyhow::Result<ConfigMap> {
-    let (key, bytes) = if compress {
-        (
-            PLUGIN_ZSTD_KEY,
-            zstd::encode_all(component, 19).context("compressing the plugin")?,
-        )
-    } else {
-        (PLUGIN_KEY, component.to_vec())
-    };
-    let mut cm = ConfigMap::default();
-    cm.metadata.name = Some(name.to_string());
-    cm.metadata.namespace = Some(namespace.to_string());
-    cm.metadata.labels = Some([(BINDING_LABEL.to_string(), "true".to_string())].into());
+    let mut cm =
+        config_map::with_component(name, namespace, BINDING_LABEL, Some(component), compress)?;
     cm.data = Some([(BINDING_KEY.to_string(), binding_yaml.to_string())].into());
-    cm.binary_data = Some([(key.to_string(), ByteString(bytes))].into());
     Ok(cm)
 }
 
@@ -184,7 +183,7 @@ pub async fn apply_binding(client: &Client, cm: &ConfigMap) -> anyhow::Result<()
         .as_deref()
         .context("binding ConfigMap has no name")?;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let object = config_map_object(cm)?;
+    let object = config_map::as_object(cm)?;
     api.patch(
         name,
         &PatchParams::apply(DEV_MANAGER).force(),
@@ -261,7 +260,7 @@ pub async fn install_example_with(
         .with_context(|| format!("reading {name}/binding.yaml"))?;
     let namespace = installer.namespace().to_string();
     ensure_namespace(&client, &namespace).await?;
-    let config_map = if toolchain::go::is_go_plugin(&dir) {
+    let cm = if toolchain::go::is_go_plugin(&dir) {
         binding_yaml.push_str(&components::serve(component)?);
         let mut cm = binding_config_map(name, &namespace, &binding_yaml, &[], false)?;
         cm.binary_data = None;
@@ -269,7 +268,7 @@ pub async fn install_example_with(
     } else {
         binding_config_map(name, &namespace, &binding_yaml, &component, true)?
     };
-    installer.apply(&config_map_object(&config_map)?).await
+    installer.apply(&config_map::as_object(&cm)?).await
 }
 
 /// Apply the sample objects of example `name` (its `example.yaml`).
@@ -278,14 +277,6 @@ pub async fn install_samples_with(installer: &mut Installer, name: &str) -> anyh
         installer.apply(&object).await?;
     }
     Ok(())
-}
-
-/// `cm` as an object to apply (with its apiVersion and kind).
-fn config_map_object(cm: &ConfigMap) -> anyhow::Result<Value> {
-    let mut object = serde_json::to_value(cm)?;
-    object["apiVersion"] = "v1".into();
-    object["kind"] = "ConfigMap".into();
-    Ok(object)
 }
 
 /// The example admission policies `gantry dev` installs, by directory
@@ -302,8 +293,8 @@ pub fn policy_config_map(
     compress: bool,
 ) -> anyhow::Result<ConfigMap> {
     use crate::policy::binding::{POLICY_KEY, POLICY_LABEL};
-    let mut cm = binding_config_map(name, namespace, "", component, compress)?;
-    cm.metadata.labels = Some([(POLICY_LABEL.to_string(), "true".to_string())].into());
+    let mut cm =
+        config_map::with_component(name, namespace, POLICY_LABEL, Some(component), compress)?;
     cm.data = Some([(POLICY_KEY.to_string(), policy_yaml.to_string())].into());
     Ok(cm)
 }
@@ -320,7 +311,7 @@ pub async fn install_policy_example_with(
     let namespace = installer.namespace().to_string();
     ensure_namespace(installer.client(), &namespace).await?;
     let cm = policy_config_map(name, &namespace, &policy_yaml, component, true)?;
-    installer.apply(&config_map_object(&cm)?).await?;
+    installer.apply(&config_map::as_object(&cm)?).await?;
     Ok(())
 }
 

@@ -11,6 +11,7 @@
 
 pub mod c;
 mod cache;
+pub mod crd;
 pub mod go;
 pub mod js;
 pub mod python;

@@ -237,3 +237,40 @@ pub fn example_plugin_alone(name: &str) -> anyhow::Result<Vec<u8>> {
     let path = build_plugin(&root.join("plugins").join(name), &options)?;
     std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
 }
+
+/// Name of the native binary of a Rust plugin project that prints its
+/// CRD, and the feature that builds it.
+const CRD_BINARY: (&str, &str) = ("crd", "crdgen");
+
+/// What the `crd` binary of the Rust plugin project at `dir` prints (run
+/// natively, with the `crdgen` feature); `None` when it has none.
+pub fn print_crd(dir: &Path) -> anyhow::Result<Option<Vec<u8>>> {
+    let manifest = dir.join("Cargo.toml");
+    let meta = metadata(&manifest)?;
+    let (binary, feature) = CRD_BINARY;
+    let has_binary = meta
+        .packages
+        .iter()
+        .filter(|p| p.manifest_path == manifest.canonicalize().unwrap_or(manifest.clone()))
+        .flat_map(|p| &p.targets)
+        .any(|t| t.name == binary && t.crate_types.iter().any(|c| c == "bin"));
+    if !has_binary {
+        return Ok(None);
+    }
+    let output = cargo()
+        .args(["run", "--quiet", "--bin", binary, "--features", feature])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("running cargo run --bin crd")?;
+    if !output.status.success() {
+        bail!(
+            "building or running the crd binary of {} failed",
+            dir.display()
+        );
+    }
+    Ok(Some(output.stdout))
+}

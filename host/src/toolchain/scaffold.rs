@@ -60,6 +60,13 @@ const COMMON: &[TemplateFile] = &[
     ("wit/gantry.wit", WIT, false),
 ];
 
+/// The parent kind's CRD, written out (a Rust plugin derives its own).
+const CRD: TemplateFile = (
+    "crd.yaml",
+    include_str!("../../templates/common/crd.yaml"),
+    false,
+);
+
 const RUST: &[TemplateFile] = &[
     (
         "Cargo.toml",
@@ -71,9 +78,15 @@ const RUST: &[TemplateFile] = &[
         include_str!("../../templates/rust/src/lib.rs"),
         false,
     ),
+    (
+        "src/bin/crd.rs",
+        include_str!("../../templates/rust/src/bin/crd.rs"),
+        false,
+    ),
 ];
 
 const JS: &[TemplateFile] = &[
+    CRD,
     (
         "package.json",
         include_str!("../../templates/js/package.json"),
@@ -83,6 +96,7 @@ const JS: &[TemplateFile] = &[
 ];
 
 const PYTHON: &[TemplateFile] = &[
+    CRD,
     (
         "pyproject.toml",
         include_str!("../../templates/python/pyproject.toml"),
@@ -96,6 +110,7 @@ const PYTHON: &[TemplateFile] = &[
 ];
 
 const C: &[TemplateFile] = &[
+    CRD,
     (
         "plugin.c",
         include_str!("../../templates/c/plugin.c"),
@@ -114,6 +129,7 @@ const C: &[TemplateFile] = &[
 ];
 
 const GO: &[TemplateFile] = &[
+    CRD,
     ("main.go", include_str!("../../templates/go/main.go"), false),
     (
         "main_test.go",
@@ -270,6 +286,7 @@ pub fn new_plugin(
         text.replace("module gantry.dev/plugins/memcached-go", "module __NAME__")
             .replace("../../go-sdk", &sdk)
             .replace("__LANG_TEST__", lang_test)
+            .replace("__CRATE__", &name.replace('-', "_"))
             .replace("__NAME__", name)
             .replace("__LANG_NOTES__", notes)
             .replace("__LANG__", lang)

@@ -5,12 +5,51 @@
 
 use gantry_sdk::k8s_openapi::api::core::v1::ConfigMap;
 use gantry_sdk::{PluginError, Reconciler, Request, Response, Value, json, serde_json};
-use serde::Deserialize;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-/// The parent's `spec`.
-#[derive(Deserialize)]
-struct Spec {
-    who: String,
+/// The parent kind, `Greeting` (example.com/v1): its CRD is derived from
+/// these types (`gantry plugin crd .` prints it). Validation and defaults
+/// in the schema are enforced by the API server, before the plugin runs.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(
+    group = "example.com",
+    version = "v1",
+    kind = "Greeting",
+    namespaced,
+    status = "GreetingStatus",
+    printcolumn = r#"{"name": "Who", "type": "string", "jsonPath": ".spec.who"}"#,
+    printcolumn = r#"{"name": "Message", "type": "string", "jsonPath": ".status.message"}"#,
+    // The SDK's copies of these crates.
+    crates(
+        k8s_openapi = "::gantry_sdk::k8s_openapi",
+        serde_json = "::gantry_sdk::serde_json"
+    )
+)]
+pub struct GreetingSpec {
+    /// Whom to greet.
+    #[schemars(length(min = 1, max = 63))]
+    pub who: String,
+    /// What ends the message (default "!"): the API server fills it in.
+    #[serde(default = "default_punctuation")]
+    #[schemars(length(max = 3))]
+    pub punctuation: String,
+}
+
+fn default_punctuation() -> String {
+    "!".into()
+}
+
+/// What the plugin reports in `status`, beside what the host writes.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, JsonSchema)]
+pub struct GreetingStatus {
+    /// The message written into the ConfigMap.
+    #[serde(default)]
+    pub message: String,
+    /// Conditions and `observedGeneration`, written by the host.
+    #[serde(flatten)]
+    pub host: gantry_sdk::HostStatus,
 }
 
 /// The binding's `config`.
@@ -28,10 +67,10 @@ impl Reconciler for Plugin {
             return Ok(Response::new().finalized());
         }
         let config: Config = request.config_as::<Option<Config>>()?.unwrap_or_default();
-        let spec: Spec = request.spec()?;
+        let spec: GreetingSpec = request.spec()?;
         let name = request.parent_name()?;
         let greeting = config.greeting.as_deref().unwrap_or("Hello");
-        let message = format!("{greeting}, {}!", spec.who);
+        let message = format!("{greeting}, {}{}", spec.who, spec.punctuation);
         let child_name = format!("{name}-greeting");
 
         let mut map = ConfigMap::default();

@@ -1,0 +1,312 @@
+//! `gantry plugin crd` and `gantry plugin apply` (issue 20, items 3 and 4):
+//! a project made by `gantry plugin new` goes into service on a cluster
+//! where `gantry run` serves, with the CRD derived from its Rust types; a
+//! version the operator refuses is reported with the refusal; a policy
+//! goes into service the same way.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use common::{Backend, NAMESPACE, backends, gantry_run, wait_for};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use serde_json::{Value, json};
+
+const GANTRY: &str = env!("CARGO_BIN_EXE_gantry");
+
+/// A Rust project made by `gantry plugin new`, once per test binary.
+fn scaffold() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("hello");
+        let out = Command::new(GANTRY)
+            .args(["plugin", "new", "--lang", "rust", "hello", "--dir"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The versions this tree is tested with.
+        let workspace = gantry::toolchain::source_workspace_root();
+        std::fs::copy(workspace.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+        root
+    })
+    .path()
+    .join("hello")
+    .leak()
+}
+
+/// `gantry ARGS`, off the executor, with the workspace's target directory.
+async fn gantry(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        let mut command = Command::new(GANTRY);
+        command.args(&args);
+        if std::env::var_os("CARGO_TARGET_DIR").is_none() {
+            let target = gantry::toolchain::source_workspace_root().join("target");
+            command.env("CARGO_TARGET_DIR", target);
+        }
+        command.output().unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| (*s).to_string()).collect()
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn plugin_crd_derives_the_schema_defaults_status_and_columns_from_the_rust_types() {
+    let out = Command::new(GANTRY)
+        .args(["plugin", "crd"])
+        .arg(scaffold())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let crd: Value = serde_yaml::from_slice(&out.stdout).unwrap();
+    assert_eq!(crd["kind"], "CustomResourceDefinition");
+    assert_eq!(crd["metadata"]["name"], "greetings.example.com");
+    assert_eq!(crd["spec"]["scope"], "Namespaced");
+    let version = &crd["spec"]["versions"][0];
+    assert_eq!(version["name"], "v1");
+    assert_eq!(version["subresources"]["status"], json!({}));
+    let columns: Vec<&str> = version["additionalPrinterColumns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["Who", "Message"]);
+    let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    assert_eq!(spec["required"], json!(["who"]));
+    assert_eq!(spec["properties"]["who"]["minLength"], 1);
+    assert_eq!(spec["properties"]["punctuation"]["default"], "!");
+    let status = &version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"];
+    for field in ["message", "conditions", "observedGeneration", "gantry"] {
+        assert!(
+            status.get(field).is_some(),
+            "status.{field} missing: {status}"
+        );
+    }
+}
+
+#[test]
+fn plugin_crd_says_so_when_a_project_ships_none() {
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::write(empty.path().join("app.js"), "").unwrap();
+    std::fs::write(empty.path().join("package.json"), "{}").unwrap();
+    let out = Command::new(GANTRY)
+        .args(["plugin", "crd"])
+        .arg(empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    assert!(text(&out).contains("ships no CRD"), "{}", text(&out));
+}
+
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_plugin_goes_into_service_with_plugin_apply_and_a_refused_version_says_why(
+    backend: Backend,
+) {
+    let (_cluster, client, kubeconfig) = common::cluster(backend, None).await;
+    gantry::dev::ensure_namespace(&client, NAMESPACE)
+        .await
+        .unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let _operator = gantry_run(
+        &kubeconfig,
+        &logs.path().join("gantry.log"),
+        &["--health-addr", "off", "--metrics-addr", "off"],
+        &[],
+        false,
+    );
+    let apply = |extra: &[&str]| {
+        let mut args = strings(&["plugin", "apply"]);
+        args.push(scaffold().display().to_string());
+        args.extend(strings(&["--namespace", NAMESPACE, "--kubeconfig"]));
+        args.push(kubeconfig.display().to_string());
+        args.extend(strings(extra));
+        args
+    };
+
+    // The CRD from the types, then the binding; the operator answers.
+    let out = gantry(apply(&[])).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains("binding hello: plugin sha256:"), "{said}");
+    assert!(
+        said.contains("in service for example.com/v1/Greeting"),
+        "{said}"
+    );
+
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Greeting"),
+        "greetings",
+    );
+    let greetings: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+    let params = PatchParams::apply("test").force();
+    // The schema holds: an empty `who` is refused by the API server.
+    let invalid = json!({"apiVersion": "example.com/v1", "kind": "Greeting",
+        "metadata": {"name": "nobody", "namespace": "default"}, "spec": {"who": ""}});
+    let refused = greetings
+        .patch("nobody", &params, &Patch::Apply(&invalid))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, kube::Error::Api(s) if s.code == 422),
+        "{refused:?}"
+    );
+    let world = json!({"apiVersion": "example.com/v1", "kind": "Greeting",
+        "metadata": {"name": "world", "namespace": "default"}, "spec": {"who": "World"}});
+    greetings
+        .patch("world", &params, &Patch::Apply(&world))
+        .await
+        .unwrap();
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), "default");
+    let message = wait_for("the greeting ConfigMap", async || {
+        config_maps
+            .get_opt("world-greeting")
+            .await
+            .ok()??
+            .data?
+            .remove("message")
+    })
+    .await;
+    assert_eq!(message, "Hello, World!");
+    // The default came from the schema, and status kept the host's fields.
+    let greeting = wait_for("the Greeting's status", async || {
+        let g = serde_json::to_value(greetings.get("world").await.ok()?).ok()?;
+        g["status"]["conditions"].as_array()?;
+        Some(g)
+    })
+    .await;
+    assert_eq!(greeting["spec"]["punctuation"], "!");
+    assert_eq!(greeting["status"]["message"], "Hello, World!");
+    assert_eq!(greeting["status"]["observedGeneration"], 1);
+
+    // The same version again: already in service.
+    let out = gantry(apply(&[])).await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("unchanged"), "{}", text(&out));
+
+    // A config the plugin refuses: exit 4 with the operator's reason; the
+    // version in service stays.
+    let bad = logs.path().join("bad-binding.yaml");
+    let binding = std::fs::read_to_string(scaffold().join("binding.yaml")).unwrap();
+    std::fs::write(&bad, binding.replace("greeting: Hello", "greeting: \" \"")).unwrap();
+    let out = gantry(apply(&[
+        "--binding",
+        bad.to_str().unwrap(),
+        "--timeout-secs",
+        "60",
+    ]))
+    .await;
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(4), "{said}");
+    assert!(
+        said.contains("refused by the operator: InvalidConfig"),
+        "{said}"
+    );
+    assert!(said.contains("config.greeting must not be empty"), "{said}");
+    let world = json!({"apiVersion": "example.com/v1", "kind": "Greeting",
+        "metadata": {"name": "world", "namespace": "default"}, "spec": {"who": "Moon"}});
+    greetings
+        .patch("world", &params, &Patch::Apply(&world))
+        .await
+        .unwrap();
+    wait_for(
+        "the greeting, by the version still in service",
+        async || {
+            let data = config_maps.get_opt("world-greeting").await.ok()??.data?;
+            (data.get("message")? == "Hello, Moon!").then_some(())
+        },
+    )
+    .await;
+}
+
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_goes_into_service_with_plugin_apply(backend: Backend) {
+    let (_cluster, client, kubeconfig) = common::cluster(backend, None).await;
+    gantry::dev::ensure_namespace(&client, NAMESPACE)
+        .await
+        .unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let _operator = gantry_run(
+        &kubeconfig,
+        &logs.path().join("gantry.log"),
+        &[
+            "--health-addr",
+            "off",
+            "--metrics-addr",
+            "off",
+            "--webhook-listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+        false,
+    );
+    let component = logs.path().join("disallow-privileged.wasm");
+    std::fs::write(
+        &component,
+        gantry::toolchain::example_plugin("disallow-privileged").unwrap(),
+    )
+    .unwrap();
+    let policy: PathBuf = gantry::dev::example_dir("disallow-privileged").join("policy.yaml");
+    let mut args = strings(&["plugin", "apply"]);
+    args.push(component.display().to_string());
+    args.extend(strings(&["--binding"]));
+    args.push(policy.display().to_string());
+    args.extend(strings(&["--namespace", NAMESPACE, "--kubeconfig"]));
+    args.push(kubeconfig.display().to_string());
+    let out = gantry(args).await;
+    let log = std::fs::read_to_string(logs.path().join("gantry.log")).unwrap_or_default();
+    assert!(out.status.success(), "{}\ngantry run:\n{log}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "policy disallow-privileged sha256:{} in service",
+            gantry::runtime::digest(&std::fs::read(&component).unwrap())
+        )),
+        "{}",
+        text(&out)
+    );
+    let cm: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client.clone(), NAMESPACE);
+    let cm = cm.get("disallow-privileged").await.unwrap();
+    assert_eq!(
+        cm.metadata
+            .labels
+            .unwrap()
+            .get("gantry.dev/policy")
+            .map(String::as_str),
+        Some("true")
+    );
+}
+
+#[test]
+fn plugin_apply_of_a_component_needs_a_binding() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let out = Command::new(GANTRY)
+        .args(["plugin", "apply"])
+        .arg(file.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    assert!(text(&out).contains("--binding"), "{}", text(&out));
+}
