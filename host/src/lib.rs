@@ -16,6 +16,8 @@
 //!   server, webhook configuration sync, guardrails on reconcile output.
 //! - [`publish`]: `gantry plugin apply`: a plugin's CRDs and binding
 //!   ConfigMap applied to a cluster, and the operator's answer awaited.
+//! - [`rbac`]: least-privilege RBAC from bindings (`gantry rbac`), and the
+//!   access reviews that warn of missing rights when a binding loads.
 //! - [`toolchain`]: building plugin crates into components.
 //! - [`bench`]: side-by-side cost of native and plugin calls.
 //! - [`recorder`]: Kubernetes Events that always show their current message.
@@ -33,6 +35,7 @@ pub mod health;
 pub mod manifest;
 pub mod policy;
 pub mod publish;
+pub mod rbac;
 pub mod recorder;
 pub mod runtime;
 pub mod telemetry;

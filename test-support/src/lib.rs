@@ -165,6 +165,39 @@ impl Cluster {
         &self.kubeconfig
     }
 
+    /// A kubeconfig at `to` for service account `namespace/name` (created
+    /// if missing): the admin kubeconfig with a token from `TokenRequest`
+    /// instead of the admin's credentials (a client certificate would win
+    /// over a token on a real server).
+    pub async fn service_account_kubeconfig(&self, namespace: &str, name: &str, to: &Path) {
+        use k8s_openapi::api::authentication::v1::TokenRequest;
+        use k8s_openapi::api::core::v1::ServiceAccount;
+        use kube::api::{Patch, PatchParams, PostParams};
+        let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(self.client(), namespace);
+        let account = serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": namespace}});
+        accounts
+            .patch(name, &PatchParams::apply("test"), &Patch::Apply(&account))
+            .await
+            .expect("service account");
+        let answer: TokenRequest = accounts
+            .create_subresource(
+                "token",
+                name,
+                &PostParams::default(),
+                &TokenRequest::default(),
+            )
+            .await
+            .expect("token request");
+        let token = answer.status.expect("a token").token;
+        let mut config: serde_json::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(&self.kubeconfig).unwrap()).unwrap();
+        for user in config["users"].as_array_mut().expect("users") {
+            user["user"] = serde_json::json!({ "token": token });
+        }
+        std::fs::write(to, serde_yaml::to_string(&config).unwrap()).unwrap();
+    }
+
     /// Successful writes (create, update, patch, delete) the server has
     /// taken from clients other than the control plane's own components.
     pub fn writes(&self) -> u64 {

@@ -84,8 +84,11 @@ pub fn apply(args: &ApplyArgs) -> ExitCode {
             println!("gantry: {what} applied to {}", args.namespace);
             ExitCode::SUCCESS
         }
-        Ok(Some(Answer::InService(message))) => {
+        Ok(Some(Answer::InService { message, warnings })) => {
             println!("gantry: {what}: {message}");
+            for warning in warnings {
+                eprintln!("warning: {warning}");
+            }
             ExitCode::SUCCESS
         }
         Ok(Some(Answer::Refused { reason, message })) => fail(

@@ -11,6 +11,7 @@ mod component;
 mod operator;
 mod plugin;
 mod policy;
+mod rbac;
 mod rollout;
 mod webhook;
 
@@ -56,6 +57,8 @@ enum Command {
     Dev(operator::DevArgs),
     /// Serve the embedded, kubectl-compatible Kubernetes API server.
     Apiserver(gantry_apiserver::ApiServerArgs),
+    /// Print the least-privilege RBAC the given or installed bindings need.
+    Rbac(rbac::RbacArgs),
     /// Benchmarks: call dispatch cost, convergence at scale.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -127,5 +130,6 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Dev(args) => operator::dev(args),
         Command::Apiserver(args) => operator::apiserver(args),
         Command::Bench(command) => bench::run(command),
+        Command::Rbac(args) => rbac::run(&args),
     }
 }

@@ -54,6 +54,12 @@ pub struct OperatorArgs {
     /// Seconds between renewals and between attempts to acquire.
     #[arg(long, default_value_t = 2)]
     lease_retry_secs: u64,
+    /// Watch parents, children and related objects only in these
+    /// namespaces (comma-separated), which needs only a Role in each;
+    /// default: every namespace. Cluster-scoped kinds are watched
+    /// cluster-wide either way.
+    #[arg(long, env = "GANTRY_WATCH_NAMESPACES", value_parser = crate::controller::scope::WatchScope::parse, default_value = "")]
+    watch_namespaces: crate::controller::scope::WatchScope,
     #[command(flatten)]
     webhook: super::webhook::WebhookArgs,
     /// Where plugins fetched from URLs and OCI registries are cached, by
@@ -81,6 +87,7 @@ impl OperatorArgs {
                     .or(crate::binding::source::FetchSettings::default().cache_dir),
                 ..crate::binding::source::FetchSettings::default()
             },
+            watch_scope: self.watch_namespaces.clone(),
             ..OperatorOptions::default()
         }
     }

@@ -294,6 +294,7 @@ impl Lifecycle for Bindings {
                         .await?
                 };
                 let active = self.start(spec.clone(), watches);
+                super::permissions::check_in_background(active.ctx.clone(), cm_name.to_string());
                 if let Some(old) = self.controllers.insert(cm_name.to_string(), active) {
                     self.stopping.spawn(stop(old));
                 }

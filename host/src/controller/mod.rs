@@ -21,9 +21,11 @@ pub mod ledger;
 pub mod metrics;
 pub mod names;
 pub mod offline;
+pub mod permissions;
 pub mod readiness;
 pub mod reconcile;
 pub mod rollout;
+pub mod scope;
 pub mod settle;
 pub mod shard;
 pub mod status;
@@ -69,6 +71,9 @@ pub struct OperatorOptions {
     pub policies: crate::policy::Policies,
     /// How remote plugins (`source: {url|oci}`) are downloaded and cached.
     pub plugin_sources: crate::binding::source::FetchSettings,
+    /// The namespaces whose parents, children and related objects are
+    /// watched.
+    pub watch_scope: scope::WatchScope,
 }
 
 impl Default for OperatorOptions {
@@ -85,6 +90,7 @@ impl Default for OperatorOptions {
             readiness: Arc::default(),
             policies: crate::policy::Policies::default(),
             plugin_sources: crate::binding::source::FetchSettings::default(),
+            watch_scope: scope::WatchScope::default(),
         }
     }
 }

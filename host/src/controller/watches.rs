@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use futures::stream::{BoxStream, SelectAll};
 use futures::{Stream, StreamExt, TryStreamExt};
+use kube::Client;
 use kube::api::DynamicObject;
 use kube::core::{GroupVersionKind, Selector};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -90,7 +90,22 @@ impl Watches {
             child_infos.push(resolve(client, child).await?);
         }
         let mut related_infos = Vec::new();
+        let scope = &shared.options.watch_scope;
         for related in &spec.related {
+            if let Some(namespace) = related
+                .namespace
+                .as_deref()
+                .filter(|ns| !scope.contains(ns))
+            {
+                return Err(Refusal::new(
+                    "InvalidBinding",
+                    format!(
+                        "related {} is read from namespace {namespace}, which this operator does not watch (--watch-namespaces {})",
+                        related.kind,
+                        scope.describe()
+                    ),
+                ));
+            }
             let selector = match &related.selector {
                 Some(s) => Some(Selector::try_from(s.clone()).map_err(|e| {
                     Refusal::new(
@@ -136,12 +151,9 @@ impl Watches {
         // Every watch feeds its store; the merged changes go to a
         // controller once one is attached.
         let mut streams: SelectAll<BoxStream<'static, (Source, ChangeResult)>> = SelectAll::new();
-        // Cached objects drop managedFields: nothing reads them, and they
-        // can outweigh the object itself.
+        let scope = shared.options.watch_scope.clone();
         let watch = |info: &KindInfo, config: watcher::Config| {
-            watcher(Api::all_with(client.clone(), &info.resource), config)
-                .default_backoff()
-                .modify(|obj: &mut DynamicObject| obj.metadata.managed_fields = None)
+            super::scope::watch(client, &info.resource, info.namespaced, &config, &scope)
         };
         streams.push(tag(
             Source::Parent,

@@ -20,8 +20,14 @@ use super::Document;
 /// What the operator said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    /// The version is in service; the Event's message when there is one.
-    InService(String),
+    /// The version is in service: the Event's message, and the operator's
+    /// warnings about it (rights it lacks).
+    InService {
+        /// What the operator said.
+        message: String,
+        /// Warnings that did not stop it.
+        warnings: Vec<String>,
+    },
     /// The operator refused it: the Warning Event's reason and message.
     Refused {
         /// The Event's reason (`InvalidBinding`, `ShadowRunFailed`, ...).
@@ -88,6 +94,12 @@ impl Seen {
     }
 }
 
+/// A Warning that does not refuse the version: missing rights are
+/// reported while the version goes into service.
+fn is_warning(event: &Event) -> bool {
+    event.reason.as_deref() == Some(crate::controller::permissions::MISSING)
+}
+
 /// How many times an Event happened.
 fn count(event: &Event) -> i32 {
     event
@@ -120,14 +132,26 @@ pub async fn wait(
         // Nothing changed, so the operator has nothing to say.
         let serving = applied.annotations().get(annotation);
         if let Some(digest) = digest.filter(|d| serving.is_some_and(|s| s == d)) {
-            return Ok(Answer::InService(format!(
-                "unchanged; plugin sha256:{digest} is in service"
-            )));
+            return Ok(Answer::InService {
+                message: format!("unchanged; plugin sha256:{digest} is in service"),
+                warnings: Vec::new(),
+            });
         }
     }
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let news = seen.news(client).await?;
+        let (warnings, news): (Vec<Event>, Vec<Event>) = news.into_iter().partition(is_warning);
+        let warnings: Vec<String> = warnings
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    e.reason.as_deref().unwrap_or_default(),
+                    e.note.as_deref().unwrap_or_default()
+                )
+            })
+            .collect();
         if let Some(refusal) = news.iter().find(|e| e.type_.as_deref() == Some("Warning")) {
             return Ok(Answer::Refused {
                 reason: refusal.reason.clone().unwrap_or_default(),
@@ -140,7 +164,7 @@ pub async fn wait(
             .find(|e| e.reason.as_deref() == Some(loaded))
             .and_then(|e| e.note.clone())
         {
-            return Ok(Answer::InService(message));
+            return Ok(Answer::InService { message, warnings });
         }
         if tokio::time::Instant::now() >= deadline {
             return Ok(Answer::Silent);
