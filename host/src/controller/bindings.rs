@@ -219,6 +219,15 @@ impl Lifecycle for Bindings {
                     .await
                     .map_err(|e| failed(e.to_string()))?
                     .map_err(|e| failed(e.to_string()))?;
+            if plugin.imports_http() && spec.capabilities.http.is_none() {
+                return Err(Refusal::new(
+                    "CapabilityNotGranted",
+                    format!(
+                        "the plugin imports {} but the binding grants no capabilities.http",
+                        crate::contract::names::HTTP_INTERFACE
+                    ),
+                ));
+            }
             plugin
                 .validate_config(spec.config.clone(), spec.call_limits())
                 .await
