@@ -423,7 +423,35 @@ fn transport(e: reqwest::Error) -> Error {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
+    use crate::capability::secrets::StaticSecrets;
+
+    #[test]
+    fn plugins_cannot_set_reserved_or_secret_headers() {
+        let spec: HttpSpec = serde_yaml::from_str(
+            "allow: [\"http://127.0.0.1:1\"]\nsecretHeaders: [{header: X-Api-Key, secret: s, key: k}]",
+        )
+        .unwrap();
+        let secrets = Arc::new(StaticSecrets(HashMap::new()));
+        let grant = HttpGrant::new("b", &spec, secrets, None).unwrap();
+        for name in [
+            "x-api-key",
+            "X-API-KEY",
+            "Host",
+            "content-length",
+            "Connection",
+        ] {
+            let result = grant.plugin_headers(&[(name.to_string(), "v".to_string())]);
+            assert!(
+                matches!(result, Err(Error::InvalidRequest(_))),
+                "{name}: {result:?}"
+            );
+        }
+        let fine = grant.plugin_headers(&[("accept".into(), "application/json".into())]);
+        assert_eq!(fine.unwrap().len(), 1);
+    }
 
     #[test]
     fn redirects_change_the_method_as_browsers_do() {
