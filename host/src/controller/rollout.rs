@@ -392,6 +392,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_write_refused_in_a_shadow_run_leaves_the_parent_unjudged() {
+        use crate::runtime::CallError;
+        assert!(unjudged(&ReconcileError::Plugin(CallError::ShadowRefused)));
+        assert!(!unjudged(&ReconcileError::Plugin(CallError::Host(
+            "x".into()
+        ))));
+    }
+
+    #[test]
     fn thresholds_are_counts_or_percentages() {
         let spec: RolloutSpec =
             serde_yaml::from_str("maxChangedParents: 2\nmaxFailures: 1\n").unwrap();
