@@ -16,8 +16,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-/// Distinct series (name and labels, all versions) one binding's plugin
-/// may create; samples for more are dropped and counted.
+/// Distinct series (name and labels) one binding's plugin may have; samples
+/// for more are dropped and counted. A version's series are retired when
+/// another goes into service.
 pub const MAX_SERIES_PER_BINDING: usize = 200;
 /// Longest metric or label name a plugin may use.
 pub const MAX_NAME_LEN: usize = 64;
@@ -317,6 +318,38 @@ impl CapabilityMetrics {
         Ok(())
     }
 
+    /// Forget `binding`'s series of every version but `keep` (`None`: of
+    /// all versions), giving their room under the cap back: called when a
+    /// version leaves service.
+    pub fn retire(&self, binding: &str, keep: Option<&str>) {
+        let mut store = self.plugin.lock().unwrap();
+        // By construction a series' labels start with binding and digest.
+        let gone: Vec<(String, Labels)> = store
+            .series
+            .iter()
+            .filter(|(_, l)| l[0].1 == binding && keep.is_none_or(|k| l[1].1 != k))
+            .cloned()
+            .collect();
+        for key in &gone {
+            store.series.remove(key);
+            match store.families.get(&key.0) {
+                Some(PluginFamily::Counter(f)) => {
+                    f.remove(&key.1);
+                }
+                Some(PluginFamily::Gauge(f)) => {
+                    f.remove(&key.1);
+                }
+                Some(PluginFamily::Histogram(f)) => {
+                    f.remove(&key.1);
+                }
+                None => {}
+            }
+        }
+        if let Some(count) = store.per_binding.get_mut(binding) {
+            *count = count.saturating_sub(gone.len());
+        }
+    }
+
     /// Samples of `binding` dropped for `why` so far.
     pub fn dropped(&self, binding: &str, why: Dropped) -> u64 {
         self.dropped
@@ -473,5 +506,20 @@ mod tests {
             "another binding has its own cap"
         );
         assert_eq!(m.dropped("b", Dropped::SeriesLimit), 1);
+
+        // A new version in service: the old one's series go, and so does
+        // their room under the cap.
+        let m = Arc::new(m);
+        m.retire("b", Some("d2"));
+        assert_eq!(
+            m.record("b", "d2", Kind::Gauge, "g", &one_more, 1.0),
+            Ok(())
+        );
+        let text = render(&m);
+        assert!(!text.contains("digest=\"d\",i=\"0\""), "{text}");
+        assert!(
+            text.contains("binding=\"other\""),
+            "other bindings keep theirs"
+        );
     }
 }

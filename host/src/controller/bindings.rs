@@ -311,6 +311,11 @@ impl Lifecycle for Bindings {
         self.shared
             .metrics
             .record_plugin_load(&spec.name, true, swapped);
+        // The metrics of versions no longer in service.
+        self.shared
+            .metrics
+            .capabilities()
+            .retire(&spec.name, Some(plugin.digest()));
         self.publish();
         tracing::info!(configmap = %cm_name, binding = %spec.name, digest = %plugin.digest(), "plugin in service");
         let from = source
@@ -332,6 +337,10 @@ impl Lifecycle for Bindings {
     async fn retire(&mut self, cm_name: &str) {
         if let Some(active) = self.controllers.remove(cm_name) {
             tracing::info!(binding = %active.spec.name, "its parents are no longer reconciled (nothing is deleted)");
+            self.shared
+                .metrics
+                .capabilities()
+                .retire(&active.spec.name, None);
             // Draining its reconciles and letting go of its parents must
             // not hold up other bindings.
             let ctx = active.ctx.clone();
