@@ -7,12 +7,14 @@ use serde_json::Value;
 
 use crate::{LogLevel, Policy, Reconciler};
 
-/// Bindings for the `reconciler` world.
+/// Bindings for the `reconciler-capable` world: the `reconciler` world
+/// with the `http` and `metrics` imports, which only end up in a component
+/// that calls them.
 // wit-bindgen's generated glue rebuilds `Vec`s with `from_raw_parts(ptr, len, len)`.
 #[allow(clippy::same_length_and_capacity)]
 pub mod reconciler {
     wit_bindgen::generate!({
-        world: "reconciler",
+        world: "reconciler-capable",
         path: "../wit",
         pub_export_macro: true,
         export_macro_name: "export",
@@ -46,6 +48,60 @@ pub fn log(level: LogLevel, message: &str) {
         LogLevel::Error => L::Error,
     };
     reconciler::gantry::plugin::host::log(level, message);
+}
+
+/// Send one request through the host's `http` import.
+pub(crate) fn http_send(
+    r: crate::http::Request,
+) -> Result<crate::http::Response, crate::http::Error> {
+    use crate::http::{Error as E, Method as M};
+    use reconciler::gantry::plugin::http as wit_http;
+    let method = match r.method {
+        M::Get => wit_http::Method::Get,
+        M::Head => wit_http::Method::Head,
+        M::Post => wit_http::Method::Post,
+        M::Put => wit_http::Method::Put,
+        M::Patch => wit_http::Method::Patch,
+        M::Delete => wit_http::Method::Delete,
+    };
+    let request = wit_http::Request {
+        method,
+        url: r.url,
+        headers: r.headers,
+        body: r.body,
+    };
+    match wit_http::send(&request) {
+        Ok(response) => Ok(crate::http::Response {
+            status: response.status,
+            headers: response.headers,
+            body: response.body,
+        }),
+        Err(e) => Err(match e {
+            wit_http::Error::NotGranted(m) => E::NotGranted(m),
+            wit_http::Error::NotAllowed(m) => E::NotAllowed(m),
+            wit_http::Error::ShadowRun(m) => E::ShadowRun(m),
+            wit_http::Error::TooManyRequests(m) => E::TooManyRequests(m),
+            wit_http::Error::TooLarge(m) => E::TooLarge(m),
+            wit_http::Error::Timeout(m) => E::Timeout(m),
+            wit_http::Error::InvalidRequest(m) => E::InvalidRequest(m),
+            wit_http::Error::Transport(m) => E::Transport(m),
+            wit_http::Error::Host(m) => E::Host(m),
+        }),
+    }
+}
+
+/// Record one sample through the host's `metrics` import.
+pub(crate) fn metric(kind: crate::metrics::Kind, name: &str, labels: &[(&str, &str)], value: f64) {
+    use reconciler::gantry::plugin::metrics as wit_metrics;
+    let labels: Vec<(String, String)> = labels
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+        .collect();
+    match kind {
+        crate::metrics::Kind::Counter => wit_metrics::counter_add(name, &labels, value),
+        crate::metrics::Kind::Gauge => wit_metrics::gauge_set(name, &labels, value),
+        crate::metrics::Kind::Histogram => wit_metrics::histogram_observe(name, &labels, value),
+    }
 }
 
 fn parse(what: &str, text: &str) -> Result<Value, crate::PluginError> {

@@ -34,6 +34,10 @@
 //! Plugins never do.
 //!
 //! Admission policies implement [`Policy`] and use [`export_policy!`].
+//!
+//! Reconcile plugins may also record [`metrics`], and, where their binding
+//! grants `capabilities.http`, send requests with the [`http`] client. A
+//! component imports these only when it uses them.
 
 // Others build on this crate, so its fallible and panicking functions say when
 // they fail (the workspace allows both lints for the application crates).
@@ -41,7 +45,9 @@
 
 #[cfg(feature = "crd")]
 mod crd;
+pub mod http;
 mod log;
+pub mod metrics;
 mod policy;
 mod reconcile;
 

@@ -27,6 +27,7 @@
 pub mod api_client;
 pub mod bench;
 pub mod binding;
+pub mod capability;
 pub mod cli;
 pub mod contract;
 pub mod controller;

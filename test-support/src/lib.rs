@@ -12,6 +12,7 @@
 //! point at the proxy, and the exchanges go to `DIR/TEST.jsonl`, for the
 //! [`differential`] suite to replay.
 
+pub mod backup_service;
 pub mod differential;
 mod real;
 mod tls;

@@ -143,6 +143,10 @@ pub struct BindingSpec {
     /// may fail or change.
     #[serde(default)]
     pub rollout: super::rollout::RolloutSpec,
+    /// What the plugin may do beyond computing (outbound HTTP); nothing
+    /// unless granted.
+    #[serde(default)]
+    pub capabilities: crate::binding::CapabilitiesSpec,
 }
 
 fn default_resync() -> u64 {
@@ -341,6 +345,10 @@ pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
     spec.limits
         .check()
         .map_err(|(path, message)| field(&path, message))?;
+    if let Some(http) = &spec.capabilities.http {
+        http.check()
+            .map_err(|(path, message)| field(&path, message))?;
+    }
     if let Some(sha) = &spec.sha256
         && !is_sha256_hex(sha)
     {

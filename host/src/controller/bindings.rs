@@ -219,6 +219,15 @@ impl Lifecycle for Bindings {
                     .await
                     .map_err(|e| failed(e.to_string()))?
                     .map_err(|e| failed(e.to_string()))?;
+            if plugin.imports_http() && spec.capabilities.http.is_none() {
+                return Err(Refusal::new(
+                    "CapabilityNotGranted",
+                    format!(
+                        "the plugin imports {} but the binding grants no capabilities.http",
+                        crate::contract::names::HTTP_INTERFACE
+                    ),
+                ));
+            }
             plugin
                 .validate_config(spec.config.clone(), spec.call_limits())
                 .await
@@ -303,6 +312,11 @@ impl Lifecycle for Bindings {
         self.shared
             .metrics
             .record_plugin_load(&spec.name, true, swapped);
+        // The metrics of versions no longer in service.
+        self.shared
+            .metrics
+            .capabilities()
+            .retire(&spec.name, Some(plugin.digest()));
         self.publish();
         tracing::info!(configmap = %cm_name, binding = %spec.name, digest = %plugin.digest(), "plugin in service");
         let from = source
@@ -324,6 +338,10 @@ impl Lifecycle for Bindings {
     async fn retire(&mut self, cm_name: &str) {
         if let Some(active) = self.controllers.remove(cm_name) {
             tracing::info!(binding = %active.spec.name, "its parents are no longer reconciled (nothing is deleted)");
+            self.shared
+                .metrics
+                .capabilities()
+                .retire(&active.spec.name, None);
             // Draining its reconciles and letting go of its parents must
             // not hold up other bindings.
             let ctx = active.ctx.clone();

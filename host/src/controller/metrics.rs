@@ -113,6 +113,8 @@ pub struct Metrics {
     api_writes: Counter,
     /// Kinds seen per binding, so a snapshot can list them.
     failure_kinds: Mutex<std::collections::BTreeSet<(String, String)>>,
+    /// Plugin metrics and the plugins' HTTP requests.
+    capabilities: std::sync::Arc<crate::capability::CapabilityMetrics>,
 }
 
 impl Default for Metrics {
@@ -142,7 +144,9 @@ impl Default for Metrics {
             bindings_active: Gauge::default(),
             api_writes: Counter::default(),
             failure_kinds: Mutex::default(),
+            capabilities: std::sync::Arc::default(),
         };
+        m.capabilities.register(&mut registry);
         let r = &mut registry;
         r.register("reconciles", "Reconciles finished", m.reconciles.clone());
         r.register(
@@ -272,6 +276,11 @@ fn label(binding: &str) -> BindingLabel {
 }
 
 impl Metrics {
+    /// Plugin metrics and the plugins' HTTP requests.
+    pub fn capabilities(&self) -> &std::sync::Arc<crate::capability::CapabilityMetrics> {
+        &self.capabilities
+    }
+
     /// Add metrics of another part of the host to the same registry
     /// (they get the `gantry_` prefix).
     pub fn register(&self, f: impl FnOnce(&mut Registry)) {

@@ -14,6 +14,7 @@ pub mod conditions;
 pub mod context;
 pub mod events;
 pub mod finalizer;
+pub mod grants;
 pub mod guardrails;
 pub mod intent;
 pub mod leader;
@@ -103,6 +104,8 @@ pub struct Shared {
     pub reconciles: Semaphore,
     /// Counters.
     pub metrics: Arc<Metrics>,
+    /// HTTP grants of the bindings.
+    pub http_grants: grants::HttpGrants,
 }
 
 impl Shared {
@@ -118,6 +121,7 @@ impl Shared {
             options,
             reconciles,
             metrics,
+            http_grants: grants::HttpGrants::default(),
         }
     }
 }

@@ -183,8 +183,9 @@ async fn call_plugin(
 ) -> Result<Response, ReconcileError> {
     let plugin = &current.plugin;
     let called = std::time::Instant::now();
+    let grants = super::grants::grants(ctx, &current.spec, plugin, false);
     let result = plugin
-        .reconcile(request, current.spec.call_limits())
+        .reconcile_with(request, current.spec.call_limits(), grants)
         .instrument(tracing::info_span!(
             "plugin_call",
             plugin = plugin.name(),

@@ -274,11 +274,13 @@ pub async fn answer(
 }
 
 /// Whether a failure says nothing of the version: the cluster could not
-/// judge its answer (a guardrail policy not in service yet, the API).
+/// judge its answer (a guardrail policy not in service yet, the API), or
+/// the answer needed an HTTP request a shadow run does not send.
 fn unjudged(error: &ReconcileError) -> bool {
     matches!(
         error,
-        ReconcileError::PolicyUnavailable(_)
+        ReconcileError::Plugin(crate::runtime::CallError::ShadowRefused)
+            | ReconcileError::PolicyUnavailable(_)
             | ReconcileError::Kube(_)
             | ReconcileError::CachesNotReady
             | ReconcileError::ShuttingDown
@@ -303,8 +305,10 @@ async fn answer_to(
     spec: &BindingSpec,
     request: Request,
 ) -> Result<Value, ReconcileError> {
+    // A shadow run: the plugin may read over HTTP, never write.
+    let grants = super::grants::grants(ctx, spec, plugin, true);
     let response = plugin
-        .reconcile(request, spec.call_limits())
+        .reconcile_with(request, spec.call_limits(), grants)
         .await
         .map_err(ReconcileError::Plugin)?;
     let intents = checked_intents(ctx, parent, spec, &response).await?;
@@ -386,6 +390,15 @@ pub async fn shadow_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_refused_in_a_shadow_run_leaves_the_parent_unjudged() {
+        use crate::runtime::CallError;
+        assert!(unjudged(&ReconcileError::Plugin(CallError::ShadowRefused)));
+        assert!(!unjudged(&ReconcileError::Plugin(CallError::Host(
+            "x".into()
+        ))));
+    }
 
     #[test]
     fn thresholds_are_counts_or_percentages() {

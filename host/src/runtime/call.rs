@@ -19,6 +19,7 @@ use super::Runtime;
 use super::error::CallError;
 use super::limits::Limits;
 use super::store::{CallState, new_store};
+use crate::capability::Grants;
 
 /// A concurrency slot: held for as long as a call's instance exists.
 pub(crate) type Slot = OwnedSemaphorePermit;
@@ -98,18 +99,22 @@ where
 /// Run one call from synchronous code (see [`block_on`]): instantiate `pre`
 /// in a fresh store, get the export with `load`, run `call`, all within
 /// `limits.deadline`; then drop the instance, then `slot`. A failure says
-/// why (deadline, memory, trap).
+/// why (deadline, memory, trap); a shadow run in which the plugin tried a
+/// request other than GET fails with [`CallError::ShadowRefused`] whatever
+/// it answered.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run<G, R: Send>(
     runtime: &Runtime,
     slot: Slot,
     name: &str,
     pre: &InstancePre<CallState>,
     limits: &Limits,
+    grants: Grants,
     load: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<G> + Send,
     call: impl AsyncFnOnce(&G, &mut Store<CallState>) -> wasmtime::Result<R> + Send,
 ) -> Result<R, CallError> {
     let result = block_on(|| async {
-        let mut store = new_store(runtime.engine(), name, limits);
+        let mut store = new_store(runtime.engine(), name, limits, grants);
         let outcome = tokio::time::timeout(limits.deadline, async {
             let instance = pre.instantiate_async(&mut store).await?;
             let guest = load(&mut store, &instance)?;
@@ -117,6 +122,10 @@ pub(crate) fn run<G, R: Send>(
         })
         .await;
         let result = match outcome {
+            Ok(_) if store.data().http.shadow_refused => {
+                store.data().flush_output();
+                Err(CallError::ShadowRefused)
+            }
             Ok(Ok(result)) => {
                 store.data().flush_output();
                 Ok(result)

@@ -111,6 +111,10 @@ pub enum CallError {
     /// The host failed to run the call (instantiation, task join).
     #[error("host failed to call the plugin: {0}")]
     Host(String),
+    /// A shadow run in which the plugin tried an HTTP request other than
+    /// GET (not sent): its answer says nothing of the version.
+    #[error("the plugin tried an HTTP request other than GET in a shadow run (not sent)")]
+    ShadowRefused,
 }
 
 impl CallError {
@@ -125,6 +129,7 @@ impl CallError {
             Self::ContractViolation { .. } => "contract_violation",
             Self::Plugin(_) => "plugin_error",
             Self::Host(_) => "host",
+            Self::ShadowRefused => "shadow_refused",
         }
     }
 
@@ -139,6 +144,7 @@ impl CallError {
             Self::Trap { .. } => "PluginTrapped".into(),
             Self::ContractViolation { .. } => "PluginContractViolation".into(),
             Self::Host(_) => "HostError".into(),
+            Self::ShadowRefused => "ShadowRunRefusedRequest".into(),
         }
     }
 

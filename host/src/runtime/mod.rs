@@ -11,6 +11,7 @@ mod call;
 mod capture;
 mod engine;
 mod error;
+mod imports;
 mod limiter;
 mod limits;
 mod plugin;
@@ -30,7 +31,7 @@ pub use limits::Limits;
 pub use plugin::{PolicyPlugin, ReconcilerPlugin};
 pub use store::{CAPTURE_BYTES, CallState, MAX_RANDOM_BYTES};
 
-use crate::contract::bindings::reconciler::gantry::plugin::{host, types};
+use crate::contract::bindings::reconciler::gantry::plugin::{host, http, metrics, types};
 
 /// Runtime settings.
 #[derive(Debug, Clone, Default)]
@@ -90,14 +91,18 @@ impl Slots {
 
 impl Runtime {
     /// Build the engine, the linker (WASI with an empty context, linked
-    /// async so that waits in host calls can be abandoned, and the `log`
-    /// import) and start the epoch ticker.
+    /// async so that waits in host calls can be abandoned, the `log`
+    /// import, and the `http` and `metrics` imports, which do what a call's
+    /// grants allow) and start the epoch ticker.
     pub fn new(settings: RuntimeSettings) -> anyhow::Result<Self> {
         let (engine, allocator) = engine::build_engine(&settings.engine)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         host::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
         types::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
+        // Linked for every plugin; what a call may do is its `Grants`.
+        http::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
+        metrics::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
         let cache = cache::ComponentCache::new(&engine, settings.cache_dir);
         let ticker = engine::EpochTicker::start(engine.clone());
         tracing::debug!(?allocator, "plugin runtime ready");

@@ -12,6 +12,7 @@ use super::call::{self, Slot};
 use super::error::{CallError, LoadError};
 use super::limits::Limits;
 use super::store::CallState;
+use crate::capability::Grants;
 use crate::contract::bindings::policy::exports::gantry::plugin::admission;
 use crate::contract::bindings::reconciler::exports::gantry::plugin::{config, reconcile};
 use crate::contract::{self, names};
@@ -70,6 +71,7 @@ pub struct ReconcilerPlugin {
     pre: InstancePre<CallState>,
     reconcile: reconcile::GuestIndices,
     config: Option<config::GuestIndices>,
+    imports_http: bool,
 }
 
 impl ReconcilerPlugin {
@@ -94,6 +96,10 @@ impl ReconcilerPlugin {
             } else {
                 None
             };
+        let imports_http = component
+            .component_type()
+            .imports(runtime.engine())
+            .any(|(import, _)| import == names::HTTP_INTERFACE);
         Ok(Self {
             runtime,
             name: name.to_string(),
@@ -101,6 +107,7 @@ impl ReconcilerPlugin {
             pre,
             reconcile,
             config,
+            imports_http,
         })
     }
 
@@ -119,15 +126,32 @@ impl ReconcilerPlugin {
         self.config.is_some()
     }
 
-    /// Call `reconcile` on the blocking pool.
+    /// Whether the component imports `gantry:plugin/http` (and so needs a
+    /// binding that grants it).
+    pub fn imports_http(&self) -> bool {
+        self.imports_http
+    }
+
+    /// Call `reconcile` on the blocking pool, with no capabilities granted.
     pub async fn reconcile(
         self: &Arc<Self>,
         request: Request,
         limits: Limits,
     ) -> Result<Response, CallError> {
+        self.reconcile_with(request, limits, Grants::default())
+            .await
+    }
+
+    /// Call `reconcile` on the blocking pool with `grants`.
+    pub async fn reconcile_with(
+        self: &Arc<Self>,
+        request: Request,
+        limits: Limits,
+        grants: Grants,
+    ) -> Result<Response, CallError> {
         let plugin = self.clone();
         self.runtime
-            .run_blocking(move |slot| plugin.reconcile_in(slot, &request, &limits))
+            .run_blocking(move |slot| plugin.reconcile_in(slot, &request, &limits, grants))
             .await
     }
 
@@ -139,7 +163,12 @@ impl ReconcilerPlugin {
         request: &Request,
         limits: &Limits,
     ) -> Result<Response, CallError> {
-        self.reconcile_in(self.runtime.slot_blocking()?, request, limits)
+        self.reconcile_in(
+            self.runtime.slot_blocking()?,
+            request,
+            limits,
+            Grants::default(),
+        )
     }
 
     fn reconcile_in(
@@ -147,6 +176,7 @@ impl ReconcilerPlugin {
         slot: Slot,
         request: &Request,
         limits: &Limits,
+        grants: Grants,
     ) -> Result<Response, CallError> {
         let wit_request = contract::to_wit_request(request);
         let result = call::run(
@@ -155,6 +185,7 @@ impl ReconcilerPlugin {
             &self.name,
             &self.pre,
             limits,
+            grants,
             |store, instance| self.reconcile.load(store, instance),
             async |guest, store| guest.call_reconcile(store, &wit_request).await,
         )?;
@@ -207,6 +238,7 @@ impl ReconcilerPlugin {
             &self.name,
             &self.pre,
             limits,
+            Grants::default(),
             |store, instance| indices.load(store, instance),
             async |guest, store| guest.call_validate_config(store, &text).await,
         )?;
@@ -266,6 +298,7 @@ impl PolicyPlugin {
             &self.name,
             &self.pre,
             limits,
+            Grants::default(),
             |store, instance| self.admission.load(store, instance),
             f,
         )

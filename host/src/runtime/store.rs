@@ -16,6 +16,7 @@ use super::capture::Capture;
 use super::engine::deadline_ticks;
 use super::limiter::MemoryLimiter;
 use super::limits::Limits;
+use crate::capability::{Grants, HttpCall};
 
 /// Bytes of stdout (and of stderr) kept per call; the rest is dropped.
 pub const CAPTURE_BYTES: usize = 64 << 10;
@@ -35,6 +36,10 @@ pub struct CallState {
     stdout: Capture,
     stderr: Capture,
     log_lines: usize,
+    /// What the call may use besides computing.
+    pub(crate) grants: Grants,
+    /// What it has used of its HTTP grant.
+    pub(crate) http: HttpCall,
 }
 
 impl WasiView for CallState {
@@ -110,10 +115,15 @@ fn truncate(text: &str, max: usize) -> &str {
 }
 
 /// A fresh store for one call of `plugin` under `limits`: no files, no
-/// environment, no arguments, no network; stdout and stderr captured; the
-/// epoch deadline set (it stops wasm code; the caller's timer stops waits in
-/// host calls).
-pub fn new_store(engine: &Engine, plugin: &str, limits: &Limits) -> Store<CallState> {
+/// environment, no arguments, no network but what `grants` allow; stdout
+/// and stderr captured; the epoch deadline set (it stops wasm code; the
+/// caller's timer stops waits in host calls, HTTP requests included).
+pub fn new_store(
+    engine: &Engine,
+    plugin: &str,
+    limits: &Limits,
+    grants: Grants,
+) -> Store<CallState> {
     let stdout = Capture::new(CAPTURE_BYTES);
     let stderr = Capture::new(CAPTURE_BYTES);
     let mut wasi = WasiCtx::builder();
@@ -131,6 +141,13 @@ pub fn new_store(engine: &Engine, plugin: &str, limits: &Limits) -> Store<CallSt
         stdout,
         stderr,
         log_lines: 0,
+        http: HttpCall {
+            sent: 0,
+            deadline: std::time::Instant::now() + limits.deadline,
+            shadow: grants.shadow,
+            shadow_refused: false,
+        },
+        grants,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.limiter);
@@ -163,7 +180,7 @@ mod tests {
             memory_bytes: limit,
             ..Limits::default()
         };
-        let mut store = new_store(rt.engine(), "wat", &limits);
+        let mut store = new_store(rt.engine(), "wat", &limits, Grants::default());
         let instantiated =
             wasmtime_wasi::runtime::in_tokio(rt.linker().instantiate_async(&mut store, &component))
                 .is_ok();

@@ -318,6 +318,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_commented_http_capability_is_a_valid_grant_once_uncommented() {
+        let template = include_str!("../../templates/common/binding.yaml");
+        let (plain, commented) = template.split_once("# capabilities:").unwrap();
+        let uncommented: Vec<&str> = commented
+            .lines()
+            .map(|line| line.strip_prefix("# ").unwrap_or(line))
+            .collect();
+        let uncommented = format!("capabilities:{}\n", uncommented.join("\n"));
+        let plain =
+            crate::controller::binding::parse_spec(&plain.replace("__NAME__", "x")).unwrap();
+        assert_eq!(plain.capabilities.http, None, "off by default");
+        let granted = crate::controller::binding::parse_spec(&format!(
+            "{}{uncommented}",
+            template
+                .split_once("# capabilities:")
+                .unwrap()
+                .0
+                .replace("__NAME__", "x")
+        ))
+        .unwrap();
+        let http = granted.capabilities.http.unwrap();
+        assert_eq!(http.allow.len(), 2);
+        assert_eq!(http.secret_headers[0].header, "Authorization");
+    }
+
+    #[test]
     fn writes_a_project_per_language_and_refuses_bad_names_and_full_dirs() {
         let root = tempfile::tempdir().unwrap();
         for (language, marker) in [

@@ -73,6 +73,8 @@ impl Reconciler for Memcached {
             ));
         }
         let name = request.parent_name()?;
+        // A plugin metric: gantry_plugin_metric_deployments_rendered_total.
+        gantry_sdk::metrics::counter_add("deployments_rendered", &[], 1.0);
         let deployment = deployment(
             name,
             &spec,
