@@ -105,6 +105,53 @@ fn plugin_crd_derives_the_schema_defaults_status_and_columns_from_the_rust_types
     }
 }
 
+/// Go: the same CRD from the types' kubebuilder markers, by controller-gen.
+#[test]
+fn plugin_crd_derives_the_go_crd_from_kubebuilder_markers() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("hello-go");
+    let out = Command::new(GANTRY)
+        .args(["plugin", "new", "--lang", "go", "hello-go", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let out = Command::new(GANTRY)
+        .args(["plugin", "crd"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let crds = gantry::manifest::parse_objects(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    assert_eq!(crds.len(), 1, "{crds:?}");
+    let crd = &crds[0];
+    assert_eq!(crd["metadata"]["name"], "greetings.example.com");
+    let version = &crd["spec"]["versions"][0];
+    assert_eq!(version["subresources"]["status"], json!({}));
+    let columns: Vec<&str> = version["additionalPrinterColumns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["Who", "Message"]);
+    let schema = &version["schema"]["openAPIV3Schema"]["properties"];
+    assert_eq!(schema["spec"]["required"], json!(["who"]));
+    assert_eq!(schema["spec"]["properties"]["who"]["minLength"], 1);
+    assert_eq!(schema["spec"]["properties"]["punctuation"]["default"], "!");
+    let status = &schema["status"]["properties"];
+    for field in ["message", "conditions", "observedGeneration", "gantry"] {
+        assert!(
+            status.get(field).is_some(),
+            "status.{field} missing: {status}"
+        );
+    }
+    assert_eq!(
+        status["gantry"]["x-kubernetes-preserve-unknown-fields"],
+        true
+    );
+}
+
 #[test]
 fn plugin_crd_says_so_when_a_project_ships_none() {
     let empty = tempfile::tempdir().unwrap();

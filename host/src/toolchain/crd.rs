@@ -1,6 +1,7 @@
 //! The CRDs a plugin project ships: derived from its types (a Rust
-//! project's `crd` binary, see `gantry_sdk::print_crd`), else written out in
-//! its `crd.yaml`.
+//! project's `crd` binary, see `gantry_sdk::print_crd`; a Go project's
+//! kubebuilder markers, through controller-gen), else written out in its
+//! `crd.yaml`.
 
 use std::path::Path;
 
@@ -14,12 +15,14 @@ use super::Language;
 pub fn of_project(dir: &Path) -> anyhow::Result<Vec<Value>> {
     let derived = match super::detect(dir) {
         Ok(Language::Rust) => super::rust::print_crd(dir)?,
+        Ok(Language::Go) => super::go::crd::print_crd(dir)?,
         _ => None,
     };
     let objects = match derived {
-        Some(json) => {
-            let text = String::from_utf8(json).context("the crd binary printed non-UTF-8")?;
-            crate::manifest::parse_objects(&text).context("reading what the crd binary printed")?
+        Some(printed) => {
+            let text = String::from_utf8(printed).context("the CRD generator printed non-UTF-8")?;
+            crate::manifest::parse_objects(&text)
+                .context("reading what the CRD generator printed")?
         }
         None if dir.join("crd.yaml").is_file() => {
             crate::manifest::read_objects(&dir.join("crd.yaml"))?

@@ -60,7 +60,7 @@ const COMMON: &[TemplateFile] = &[
     ("wit/gantry.wit", WIT, false),
 ];
 
-/// The parent kind's CRD, written out (a Rust plugin derives its own).
+/// The parent kind's CRD, written out (Rust and Go plugins derive theirs).
 const CRD: TemplateFile = (
     "crd.yaml",
     include_str!("../../templates/common/crd.yaml"),
@@ -129,8 +129,12 @@ const C: &[TemplateFile] = &[
 ];
 
 const GO: &[TemplateFile] = &[
-    CRD,
     ("main.go", include_str!("../../templates/go/main.go"), false),
+    (
+        "api/v1/greeting_types.go",
+        include_str!("../../templates/go/api/v1/greeting_types.go"),
+        false,
+    ),
     (
         "main_test.go",
         include_str!("../../templates/go/main_test.go"),

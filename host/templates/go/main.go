@@ -10,24 +10,16 @@ import (
 	"fmt"
 	"strings"
 
+	apiv1 "__NAME__/api/v1"
+
 	gantry "gantry.dev/go-sdk"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Spec is the parent's spec.
-type Spec struct {
-	Who string `json:"who"`
-}
-
 // Config is the binding's config.
 type Config struct {
 	Greeting string `json:"greeting"`
-}
-
-// Status is what the plugin reports in the parent's status.
-type Status struct {
-	Message string `json:"message"`
 }
 
 // Plugin is the reconciler.
@@ -42,7 +34,7 @@ func (Plugin) Reconcile(req *gantry.Request) (*gantry.Response, error) {
 	if err := req.Config(&config); err != nil {
 		return nil, err
 	}
-	var spec Spec
+	var spec apiv1.GreetingSpec
 	if err := req.Spec(&spec); err != nil {
 		return nil, err
 	}
@@ -54,7 +46,12 @@ func (Plugin) Reconcile(req *gantry.Request) (*gantry.Response, error) {
 	if greeting == "" {
 		greeting = "Hello"
 	}
-	message := fmt.Sprintf("%s, %s!", greeting, spec.Who)
+	punctuation := spec.Punctuation
+	if punctuation == "" {
+		// The API server fills in the CRD's default; a local run does not.
+		punctuation = "!"
+	}
+	message := fmt.Sprintf("%s, %s%s", greeting, spec.Who, punctuation)
 	child := corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-greeting"},
@@ -62,7 +59,7 @@ func (Plugin) Reconcile(req *gantry.Request) (*gantry.Response, error) {
 	}
 	return gantry.NewResponse().
 		Child(&child).
-		Status(Status{Message: message}).
+		Status(apiv1.GreetingStatus{Message: message}).
 		Condition(metav1.Condition{
 			Type:    "Greeted",
 			Status:  metav1.ConditionTrue,

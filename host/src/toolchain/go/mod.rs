@@ -20,6 +20,7 @@
 //! the source hash, so a fresh clone of unchanged sources builds nothing.
 
 mod adapter_heap;
+pub mod crd;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
