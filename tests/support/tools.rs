@@ -107,14 +107,14 @@ impl Default for Helm {
     }
 }
 
-/// Build the image with `scripts/image build` (the dev profile, which
-/// shares `cargo test`'s build scripts and proc macros) and push it to
+/// Build the image with `scripts/image build` (the `image-ci` profile,
+/// cheap to build cold; `scripts/test` builds it first) and push it to
 /// `reference`; the `REPO@sha256:...` the command printed last.
 pub fn build_image(reference: &str) -> String {
     let out = run(Command::new(repo_root().join("scripts/image")).args([
         "build",
         "--profile",
-        "dev",
+        "image-ci",
         "--push",
         reference,
     ]));
