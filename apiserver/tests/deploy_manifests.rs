@@ -399,7 +399,7 @@ fn api_group(api_version: &Value) -> &str {
     v.split_once('/').map_or("", |(group, _)| group)
 }
 
-/// The chart's memcached binding is the repository's, and the hand-rendered
+/// The chart's memcached binding is the repository's, and the rendered
 /// ClusterRole has the rules the chart derives from every binding in values.yaml.
 #[test]
 fn chart_bindings_match_plugins_and_rbac() {

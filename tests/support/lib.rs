@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub mod sources;
+pub mod tools;
 
 /// Namespace of the bindings in tests.
 pub const BINDINGS_NS: &str = "gantry-system";

@@ -39,3 +39,61 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "gantry.apiGroup" -}}
 {{- if contains "/" . -}}{{ first (splitList "/" .) }}{{- end -}}
 {{- end -}}
+
+{{/* The container image: pinned by digest when image.digest is set. */}}
+{{- define "gantry.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end -}}
+
+{{/* Events on parents and binding ConfigMaps: created, and patched when the
+recorder folds a repeat into a series. */}}
+{{- define "gantry.eventRules" -}}
+- apiGroups: [events.k8s.io, ""]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}
+
+{{/*
+The rules for the bindings' kinds (parents, children, related): rbac.rules
+verbatim when given (e.g. the output of `gantry rbac --helm-values`), else
+derived from values.bindings. A ClusterRole holds them, or with
+watchNamespaces a Role in each watched namespace.
+*/}}
+{{- define "gantry.bindingRules" -}}
+{{- if .Values.rbac.rules -}}
+# rbac.rules
+{{ toYaml .Values.rbac.rules }}
+{{- else -}}
+{{- range $name, $b := .Values.bindings }}
+{{- $parent := required (printf "bindings.%s.parent is required" $name) $b.parent }}
+{{- $pg := include "gantry.apiGroup" (required (printf "bindings.%s.parent.apiVersion is required" $name) $parent.apiVersion) }}
+{{- $pr := required (printf "bindings.%s.parent.resource is required" $name) $parent.resource }}
+# binding {{ $name }}: parent {{ $parent.kind }}
+- apiGroups: [{{ $pg | quote }}]
+  resources: [{{ $pr }}]
+  verbs: [get, list, watch, patch]
+- apiGroups: [{{ $pg | quote }}]
+  resources: [{{ $pr }}/status]
+  verbs: [patch]
+- apiGroups: [{{ $pg | quote }}]
+  resources: [{{ $pr }}/finalizers]
+  verbs: [update]
+{{- range $b.children }}
+# binding {{ $name }}: child {{ .kind }}
+- apiGroups: [{{ include "gantry.apiGroup" .apiVersion | quote }}]
+  resources: [{{ required (printf "bindings.%s: %s needs resource, its plural" $name .kind) .resource }}]
+  verbs: [get, list, watch, create, patch, delete]
+{{- end }}
+{{- range $b.related }}
+# binding {{ $name }}: related {{ .kind }}
+- apiGroups: [{{ include "gantry.apiGroup" .apiVersion | quote }}]
+  resources: [{{ required (printf "bindings.%s: %s needs resource, its plural" $name .kind) .resource }}]
+  verbs: [get, list, watch]
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
