@@ -40,4 +40,5 @@ pub mod rbac;
 pub mod recorder;
 pub mod runtime;
 pub mod telemetry;
+pub mod tls;
 pub mod toolchain;

@@ -11,7 +11,8 @@ use serde_json::Value;
 pub fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    parse_objects(&text).with_context(|| path.display().to_string())
+    // One message with the path in front, as the document's error reads.
+    parse_objects(&text).map_err(|e| anyhow::anyhow!("{}: {e:#}", path.display()))
 }
 
 /// Every object in YAML/JSON `text`, as [`read_objects`] reads a file.

@@ -119,7 +119,7 @@ mod otlp {
     pub fn provider(endpoint: &str) -> anyhow::Result<SdkTracerProvider> {
         // The exporter's HTTP client is reqwest built without a TLS
         // provider of its own (shared with the plugin sources).
-        crate::binding::source::install_crypto_provider();
+        crate::tls::install_crypto_provider();
         let url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()

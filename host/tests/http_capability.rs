@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use gantry::binding::HttpSpec;
+use gantry::capability::HttpSpec;
 use gantry::capability::secrets::StaticSecrets;
 use gantry::capability::{CapabilityMetrics, Grants, HttpGrant, MetricsScope};
 use gantry::runtime::{CallError, Limits, ReconcilerPlugin, Runtime};

@@ -155,10 +155,23 @@ async fn two_shards_split_the_parents(backend: Backend) {
             .await
             .unwrap();
     }
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    // Synced: the reconcile has logged its children (a Deployment alone
+    // exists before the reconcile that applied it has logged, and the
+    // replicas are killed below).
+    let resource = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("cache.example.com", "v1alpha1", "Memcached"),
+        "memcacheds",
+    );
+    let parents: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &resource);
     for name in &names {
-        wait_for("every parent converges", async || {
-            deployments.get_opt(name).await.unwrap()
+        wait_for("every parent Synced", async || {
+            let parent = parents.get_opt(name).await.unwrap()?;
+            let conditions = parent.data["status"]["conditions"].as_array()?.clone();
+            conditions
+                .iter()
+                .any(|c| c["type"] == "Synced" && c["status"] == "True")
+                .then_some(())
         })
         .await;
     }

@@ -79,7 +79,8 @@ fn modules_depend_on_each_other_one_way() {
             "{module} uses {extra:?}; it may use only {deps:?}"
         );
     };
-    allowed("binding", &["recorder", "runtime"]);
+    allowed("binding", &["recorder", "runtime", "tls"]);
+    allowed("capability", &["contract", "tls"]);
     allowed("policy", &["binding", "recorder", "runtime"]);
     for module in [
         "controller",

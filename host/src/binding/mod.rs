@@ -6,13 +6,11 @@
 //! [`Lifecycle`]). Reconcile bindings (`controller::bindings`) and
 //! admission policies (`policy::manager`) are lifecycles of the loader.
 
-pub mod capabilities;
 pub mod envelope;
 pub mod limits;
 pub mod loader;
 pub mod source;
 
-pub use capabilities::{CapabilitiesSpec, HttpSpec, SecretHeaderSpec};
 pub use envelope::{Component, EnvelopeError, PluginBytes};
 pub use limits::LimitsSpec;
 pub use loader::{Installed, Lifecycle, PendingPlugin, Refusal};

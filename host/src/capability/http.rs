@@ -15,8 +15,7 @@ use tracing::Instrument;
 use super::metrics::CapabilityMetrics;
 use super::origin::Origin;
 use super::secrets::SecretSource;
-use crate::binding::HttpSpec;
-use crate::binding::capabilities::RESERVED_HEADERS;
+use super::spec::{HttpSpec, RESERVED_HEADERS};
 use crate::contract::bindings::reconciler::gantry::plugin::http::{
     Error, Method, Request, Response,
 };
@@ -65,7 +64,7 @@ impl HttpGrant {
         secrets: Arc<dyn SecretSource>,
         metrics: Option<Arc<CapabilityMetrics>>,
     ) -> anyhow::Result<Self> {
-        crate::binding::source::install_crypto_provider();
+        crate::tls::install_crypto_provider();
         let origins = spec.origins().map_err(anyhow::Error::msg)?;
         let secret_headers = spec
             .secret_headers

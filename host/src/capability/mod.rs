@@ -9,11 +9,13 @@ pub mod http;
 pub mod metrics;
 pub mod origin;
 pub mod secrets;
+pub mod spec;
 
 use std::sync::Arc;
 
 pub use http::{HttpCall, HttpGrant};
 pub use metrics::CapabilityMetrics;
+pub use spec::{CapabilitiesSpec, HttpSpec, SecretHeaderSpec};
 
 /// Where one call's metric samples go: the binding and the plugin version
 /// become labels.

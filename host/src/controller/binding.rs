@@ -146,7 +146,7 @@ pub struct BindingSpec {
     /// What the plugin may do beyond computing (outbound HTTP); nothing
     /// unless granted.
     #[serde(default)]
-    pub capabilities: crate::binding::CapabilitiesSpec,
+    pub capabilities: crate::capability::CapabilitiesSpec,
 }
 
 fn default_resync() -> u64 {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::binding::HttpSpec;
+use crate::capability::HttpSpec;
 use crate::capability::secrets::KubeSecrets;
 use crate::capability::{Grants, HttpGrant, MetricsScope};
 use crate::runtime::ReconcilerPlugin;

@@ -202,7 +202,7 @@ impl Fetcher {
         source: &PluginSource,
         pin: Option<&str>,
     ) -> Result<Fetched, FetchError> {
-        super::install_crypto_provider();
+        crate::tls::install_crypto_provider();
         let started = Instant::now();
         let done = |bytes: Vec<u8>, digest: String, resolved, from_cache| {
             let elapsed = started.elapsed();

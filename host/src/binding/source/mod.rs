@@ -25,13 +25,3 @@ pub mod spec;
 pub use cache::DigestCache;
 pub use fetch::{FetchError, FetchSettings, Fetched, Fetcher};
 pub use spec::{PluginSource, SourceSpec};
-
-/// Make rustls use the ring provider (as kube does) for the HTTP and OCI
-/// clients, which are built without a provider of their own.
-pub fn install_crypto_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // Err: a provider is already installed (by us or the embedder); fine.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}

@@ -28,7 +28,7 @@ pub const LEGACY_WASM_LAYER_MEDIA_TYPE: &str = oci_client::manifest::WASM_LAYER_
 
 /// A client for the registry of `reference`; plain HTTP to it if `insecure`.
 pub fn client(reference: &str, insecure: bool, settings: &FetchSettings) -> Client {
-    super::install_crypto_provider();
+    crate::tls::install_crypto_provider();
     let registry = reference.split('/').next().unwrap_or_default().to_string();
     let protocol = if insecure {
         ClientProtocol::HttpsExcept(vec![registry])

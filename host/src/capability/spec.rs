@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::capability::origin::Origin;
+use super::origin::Origin;
 
 /// Longest `timeoutMs` of a request, milliseconds.
 pub const MAX_HTTP_TIMEOUT_MS: u64 = 60_000;
@@ -145,7 +145,7 @@ impl HttpSpec {
                     format!("{:?} is not a header the host may set", header.header),
                 ));
             }
-            if !crate::controller::binding::is_dns_subdomain(&header.secret) {
+            if !gantry_apiserver::objects::meta::is_dns_subdomain(&header.secret) {
                 return Err((
                     at("secret"),
                     format!("{:?} is not a Secret name", header.secret),
