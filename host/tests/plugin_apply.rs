@@ -152,23 +152,41 @@ fn plugin_crd_says_so_when_a_project_ships_none() {
     assert!(text(&out).contains("ships no CRD"), "{}", text(&out));
 }
 
+/// A cluster of `backend` with the operator's namespace and `gantry run`
+/// serving it (`extra` flags added), logging into the returned directory.
+async fn serving(
+    backend: Backend,
+    extra: &[&str],
+) -> (
+    common::Cluster,
+    kube::Client,
+    PathBuf,
+    tempfile::TempDir,
+    common::Process,
+) {
+    let (cluster, client, kubeconfig) = common::cluster(backend, None).await;
+    gantry::dev::ensure_namespace(&client, NAMESPACE)
+        .await
+        .unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let mut args = vec!["--health-addr", "off", "--metrics-addr", "off"];
+    args.extend_from_slice(extra);
+    let operator = gantry_run(
+        &kubeconfig,
+        &logs.path().join("gantry.log"),
+        &args,
+        &[],
+        false,
+    );
+    (cluster, client, kubeconfig, logs, operator)
+}
+
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_plugin_goes_into_service_with_plugin_apply_and_a_refused_version_says_why(
     backend: Backend,
 ) {
-    let (_cluster, client, kubeconfig) = common::cluster(backend, None).await;
-    gantry::dev::ensure_namespace(&client, NAMESPACE)
-        .await
-        .unwrap();
-    let logs = tempfile::tempdir().unwrap();
-    let _operator = gantry_run(
-        &kubeconfig,
-        &logs.path().join("gantry.log"),
-        &["--health-addr", "off", "--metrics-addr", "off"],
-        &[],
-        false,
-    );
+    let (_cluster, client, kubeconfig, logs, _operator) = serving(backend, &[]).await;
     let apply = |extra: &[&str]| {
         let mut args = strings(&["plugin", "apply"]);
         args.push(scaffold().display().to_string());
@@ -277,25 +295,8 @@ async fn a_new_plugin_goes_into_service_with_plugin_apply_and_a_refused_version_
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_goes_into_service_with_plugin_apply(backend: Backend) {
-    let (_cluster, client, kubeconfig) = common::cluster(backend, None).await;
-    gantry::dev::ensure_namespace(&client, NAMESPACE)
-        .await
-        .unwrap();
-    let logs = tempfile::tempdir().unwrap();
-    let _operator = gantry_run(
-        &kubeconfig,
-        &logs.path().join("gantry.log"),
-        &[
-            "--health-addr",
-            "off",
-            "--metrics-addr",
-            "off",
-            "--webhook-listen",
-            "127.0.0.1:0",
-        ],
-        &[],
-        false,
-    );
+    let webhooks = ["--webhook-listen", "127.0.0.1:0"];
+    let (_cluster, client, kubeconfig, logs, _operator) = serving(backend, &webhooks).await;
     let component = logs.path().join("disallow-privileged.wasm");
     std::fs::write(
         &component,

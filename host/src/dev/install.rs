@@ -163,6 +163,16 @@ pub enum ApplyError {
     Other(anyhow::Error),
 }
 
+impl From<ApplyError> for anyhow::Error {
+    /// A conflict is an error like any other where the caller forces.
+    fn from(error: ApplyError) -> Self {
+        match error {
+            ApplyError::Conflict(message) => anyhow::anyhow!(message),
+            ApplyError::Other(e) => e,
+        }
+    }
+}
+
 /// `apiVersion kind namespace/name` (or `apiVersion kind name`).
 fn object_key(object: &Value) -> anyhow::Result<String> {
     let field = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);

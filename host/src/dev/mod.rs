@@ -30,12 +30,7 @@ pub const EXAMPLES: &[&str] = &["memcached", "database", "guestbook"];
 /// Server-side apply `object` (any kind the server knows), over any
 /// other manager's changes.
 pub async fn apply_object(client: &Client, object: &Value) -> anyhow::Result<DynamicObject> {
-    apply_object_with(client, object, true)
-        .await
-        .map_err(|e| match e {
-            ApplyError::Conflict(message) => anyhow::anyhow!(message),
-            ApplyError::Other(e) => e,
-        })
+    Ok(apply_object_with(client, object, true).await?)
 }
 
 /// Server-side apply `object`; without `force`, a field another manager

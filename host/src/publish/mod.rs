@@ -85,9 +85,6 @@ pub async fn apply(
 async fn apply_forced(client: &Client, object: &Value) -> anyhow::Result<()> {
     let mut params = PatchParams::apply(APPLY_MANAGER);
     params.force = true;
-    match crate::dev::apply_object_as(client, object, &params).await {
-        Ok(_) => Ok(()),
-        Err(crate::dev::ApplyError::Conflict(message)) => Err(anyhow::anyhow!(message)),
-        Err(crate::dev::ApplyError::Other(e)) => Err(e),
-    }
+    crate::dev::apply_object_as(client, object, &params).await?;
+    Ok(())
 }
