@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::{LogLevel, Policy, Reconciler};
+use crate::{Converter, LogLevel, Policy, Reconciler};
 
 /// Bindings for the `reconciler-capable` world: the `reconciler` world
 /// with the `http` and `metrics` imports, which only end up in a component
@@ -15,6 +15,18 @@ use crate::{LogLevel, Policy, Reconciler};
 pub mod reconciler {
     wit_bindgen::generate!({
         world: "reconciler-capable",
+        path: "../wit",
+        pub_export_macro: true,
+        export_macro_name: "export",
+    });
+}
+
+/// Bindings for the `converter` world.
+// As above.
+#[allow(clippy::same_length_and_capacity)]
+pub mod converter {
+    wit_bindgen::generate!({
+        world: "converter",
         path: "../wit",
         pub_export_macro: true,
         export_macro_name: "export",
@@ -234,4 +246,19 @@ pub fn validate_settings<P: Policy>(settings: &str) -> Result<(), String> {
     let settings: Value =
         serde_json::from_str(settings).map_err(|e| format!("settings are not valid JSON: {e}"))?;
     P::validate_settings(&settings)
+}
+
+/// `convert` export: decode each object, convert it, encode.
+pub fn convert<C: Converter>(
+    objects: Vec<String>,
+    desired_api_version: &str,
+) -> Result<Vec<String>, String> {
+    let objects = objects
+        .iter()
+        .map(|text| {
+            serde_json::from_str(text).map_err(|e| format!("object is not valid JSON: {e}"))
+        })
+        .collect::<Result<Vec<Value>, String>>()?;
+    let converted = crate::conversion::convert_all::<C>(objects, desired_api_version)?;
+    Ok(converted.iter().map(Value::to_string).collect())
 }

@@ -33,7 +33,8 @@
 //! server-side apply, prunes what is no longer desired, and writes status.
 //! Plugins never do.
 //!
-//! Admission policies implement [`Policy`] and use [`export_policy!`].
+//! Admission policies implement [`Policy`] and use [`export_policy!`];
+//! CRD converters implement [`Converter`] and use [`export_converter!`].
 //!
 //! Reconcile plugins may also record [`metrics`], and, where their binding
 //! grants `capabilities.http`, send requests with the [`http`] client. A
@@ -43,6 +44,7 @@
 // they fail (the workspace allows both lints for the application crates).
 #![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
+pub mod conversion;
 #[cfg(feature = "crd")]
 mod crd;
 pub mod http;
@@ -55,6 +57,7 @@ mod reconcile;
 #[cfg(target_arch = "wasm32")]
 pub mod guest;
 
+pub use conversion::Converter;
 #[cfg(feature = "crd")]
 pub use crd::{HostStatus, crd_json, print_crd};
 pub use log::{LogLevel, debug, error, info, trace, warn};
@@ -135,6 +138,36 @@ macro_rules! export_policy {
 
             $crate::guest::policy::export!(
                 GantryPolicyExport with_types_in $crate::guest::policy
+            );
+        };
+    };
+}
+
+/// Export a [`Converter`] implementation as the component's `conversion`
+/// interface (the `converter` world). Natively this expands to nothing.
+#[macro_export]
+macro_rules! export_converter {
+    ($converter:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            struct GantryConverterExport;
+
+            impl $crate::guest::converter::exports::gantry::plugin::conversion::Guest
+                for GantryConverterExport
+            {
+                fn convert(
+                    objects: ::std::vec::Vec<::std::string::String>,
+                    desired_api_version: ::std::string::String,
+                ) -> ::core::result::Result<
+                    ::std::vec::Vec<::std::string::String>,
+                    ::std::string::String,
+                > {
+                    $crate::guest::convert::<$converter>(objects, &desired_api_version)
+                }
+            }
+
+            $crate::guest::converter::export!(
+                GantryConverterExport with_types_in $crate::guest::converter
             );
         };
     };

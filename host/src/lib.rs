@@ -12,8 +12,12 @@
 //!   one loader that puts each new version into service or refuses it.
 //! - [`controller`]: the operator: reconcile bindings, one controller per
 //!   binding, reconcile → guardrails → apply/prune → status.
-//! - [`policy`]: admission policies: policy bindings, the HTTPS webhook
-//!   server, webhook configuration sync, guardrails on reconcile output.
+//! - [`policy`]: admission policies: policy bindings, their webhook
+//!   routes, webhook configuration sync, guardrails on reconcile output.
+//! - [`conversion`]: CRD converters: converter bindings, shadow runs on
+//!   stored objects, their webhook routes, the CRDs' `spec.conversion`.
+//! - [`webhook`]: the HTTPS server both are served on, its certificate,
+//!   and how the API server reaches it.
 //! - [`publish`]: `gantry plugin apply`: a plugin's CRDs and binding
 //!   ConfigMap applied to a cluster, and the operator's answer awaited.
 //! - [`rbac`]: least-privilege RBAC from bindings (`gantry rbac`), and the
@@ -31,6 +35,7 @@ pub mod capability;
 pub mod cli;
 pub mod contract;
 pub mod controller;
+pub mod conversion;
 pub mod dev;
 pub mod health;
 pub mod manifest;
@@ -42,3 +47,4 @@ pub mod runtime;
 pub mod telemetry;
 pub mod tls;
 pub mod toolchain;
+pub mod webhook;

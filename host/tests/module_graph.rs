@@ -81,10 +81,14 @@ fn modules_depend_on_each_other_one_way() {
     };
     allowed("binding", &["recorder", "runtime", "tls"]);
     allowed("capability", &["contract", "tls"]);
-    allowed("policy", &["binding", "recorder", "runtime"]);
+    allowed("policy", &["binding", "recorder", "runtime", "webhook"]);
+    allowed("conversion", &["binding", "recorder", "runtime", "webhook"]);
+    allowed("webhook", &[]);
     for module in [
         "controller",
         "policy",
+        "conversion",
+        "webhook",
         "binding",
         "bench",
         "dev",
@@ -95,7 +99,16 @@ fn modules_depend_on_each_other_one_way() {
             "{module} uses cli, which is a leaf"
         );
     }
-    let core = ["controller", "policy", "binding", "cli", "bench", "dev"];
+    let core = [
+        "controller",
+        "policy",
+        "conversion",
+        "webhook",
+        "binding",
+        "cli",
+        "bench",
+        "dev",
+    ];
     for a in core {
         for b in core {
             assert!(

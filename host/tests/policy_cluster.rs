@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use base64::Engine;
 use gantry::controller::{Metrics, OperatorOptions, run_operator};
-use gantry::policy::server::WebhookServer;
 use gantry::policy::sync::{SyncOptions, run_sync};
-use gantry::policy::{Policies, PolicyMetrics, manager, server, tls};
+use gantry::policy::{Policies, PolicyMetrics, manager};
 use gantry::runtime::Runtime;
+use gantry::webhook::server::WebhookServer;
+use gantry::webhook::{server, tls};
 use gantry_test_support::{Backend, backends};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
@@ -82,7 +83,7 @@ impl Cluster {
         let webhooks = server::serve(
             "127.0.0.1:0".parse().unwrap(),
             tls::server_config(&certificate).unwrap(),
-            policies.clone(),
+            gantry::policy::server::router(policies.clone()),
         )
         .await
         .unwrap();
@@ -92,10 +93,12 @@ impl Cluster {
             policies.clone(),
             SyncOptions {
                 name: "gantry-policies".into(),
-                base_url: base_url.clone(),
-                ca_pem: certificate.ca_pem.clone(),
+                reach: gantry::webhook::reach::Reach {
+                    base_url: base_url.clone(),
+                    ca_pem: certificate.ca_pem.clone(),
+                    service: None,
+                },
                 exclude_namespaces: vec![NS.into()],
-                service: None,
             },
             stopped(rx.clone()),
         ));

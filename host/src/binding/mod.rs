@@ -3,12 +3,15 @@
 //! Read top-down: [`envelope`] (what every binding ConfigMap carries: the
 //! component inline or from a [`source`], the sha256 pin) and [`limits`]
 //! (the one limits type) → [`loader`] (the one swap loop, generic over a
-//! [`Lifecycle`]). Reconcile bindings (`controller::bindings`) and
-//! admission policies (`policy::manager`) are lifecycles of the loader.
+//! [`Lifecycle`]) → [`registry`] (what a kind has in service). Reconcile
+//! bindings (`controller::bindings`), admission policies
+//! (`policy::manager`) and CRD converters (`conversion::manager`) are
+//! lifecycles of the loader.
 
 pub mod envelope;
 pub mod limits;
 pub mod loader;
+pub mod registry;
 pub mod source;
 
 pub use envelope::{Component, EnvelopeError, PluginBytes};

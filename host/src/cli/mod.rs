@@ -8,6 +8,7 @@ mod answer_diff;
 mod apply;
 mod bench;
 mod component;
+mod convert;
 mod operator;
 mod plugin;
 mod policy;
@@ -50,6 +51,9 @@ enum Command {
     /// Run and benchmark admission policies locally.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// Run CRD converter plugins locally.
+    #[command(subcommand)]
+    Convert(convert::ConvertCommand),
     /// Run the operator against a cluster (kubeconfig or in-cluster).
     Run(operator::RunArgs),
     /// Run everything on this machine: the embedded API server, the example
@@ -99,6 +103,23 @@ fn fail(code: u8, error: &dyn std::fmt::Display) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Print why a plugin call failed and exit with the code that says whose
+/// fault it was: the plugin's own error, the sandbox, or the host.
+fn call_failed(error: &crate::runtime::CallError) -> ExitCode {
+    use crate::runtime::CallError;
+    let code = match error {
+        CallError::Plugin(_) => exit::PLUGIN_ERROR,
+        CallError::Host(_) => exit::OTHER,
+        _ => exit::SANDBOX,
+    };
+    let retry = match error {
+        CallError::Plugin(e) if e.retryable => " (retryable)",
+        _ => "",
+    };
+    eprintln!("error: {error}{retry}");
+    ExitCode::from(code)
+}
+
 /// The multi-threaded runtime the async commands run on (plugins are
 /// called on its blocking pool).
 fn tokio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -126,6 +147,7 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Plugin(command) => plugin::run(command),
         Command::Policy(command) => policy::run(command),
+        Command::Convert(command) => convert::run(command),
         Command::Run(args) => operator::run(&args),
         Command::Dev(args) => operator::dev(args),
         Command::Apiserver(args) => operator::apiserver(args),

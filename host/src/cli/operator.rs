@@ -493,23 +493,27 @@ async fn operate(
         }
     };
     let (policies_stop, policies_stopped) = tokio::sync::oneshot::channel::<()>();
-    let policy_metrics = Arc::new(crate::policy::PolicyMetrics::default());
-    metrics.register(|registry| policy_metrics.register(registry));
-    // Policies have call slots of their own: reconciles that sleep to
+    let served = super::webhook::Served::default();
+    metrics.register(|registry| {
+        served.policies.metrics().register(registry);
+        served.converters.metrics().register(registry);
+    });
+    // Webhooks have call slots of their own: reconciles that sleep to
     // their deadline on every slot never make a webhook wait.
-    options.policies = super::webhook::start_policies(
+    super::webhook::start_webhooks(
         &client,
         &runtime.with_own_slots(),
         &args.namespace,
         options.plugin_sources.clone(),
         &args.webhook,
         dev.is_some(),
-        policy_metrics,
+        &served,
         async move {
             let _ = policies_stopped.await;
         },
     )
     .await?;
+    options.policies = served.policies;
     options.readiness.set_policies(options.policies.clone());
     if let Some(expected) = dev {
         tokio::spawn(say_when_ready(options.readiness.clone(), expected));

@@ -10,7 +10,7 @@ use gantry_sdk::{Request, Response, Trigger};
 use serde::Serialize;
 
 use super::component::component;
-use super::{exit, fail};
+use super::{call_failed, exit, fail};
 use crate::manifest::{read_object, read_objects, read_value};
 use crate::runtime::{CallError, Limits, ReconcilerPlugin};
 use crate::toolchain::{self, BuildOptions};
@@ -273,20 +273,6 @@ fn push(args: &PushArgs) -> ExitCode {
         }
         Err(e) => fail(exit::OTHER, &e),
     }
-}
-
-fn call_failed(error: &CallError) -> ExitCode {
-    let code = match error {
-        CallError::Plugin(_) => exit::PLUGIN_ERROR,
-        CallError::Host(_) => exit::OTHER,
-        _ => exit::SANDBOX,
-    };
-    let retry = match error {
-        CallError::Plugin(e) if e.retryable => " (retryable)",
-        _ => "",
-    };
-    eprintln!("error: {error}{retry}");
-    ExitCode::from(code)
 }
 
 impl CallArgs {

@@ -11,7 +11,7 @@ use gantry_sdk::AdmissionRequest;
 use serde_json::Value;
 
 use super::component::component;
-use super::{exit, fail};
+use super::{call_failed, exit, fail};
 use crate::manifest::{read_object, read_value};
 use crate::policy::binding::{Mode, PolicySpec, parse_spec};
 use crate::policy::review;
@@ -83,16 +83,6 @@ pub fn run(command: PolicyCommand) -> ExitCode {
         PolicyCommand::Run(args) => run_once(&args.call),
         PolicyCommand::Bench(args) => bench(&args),
     }
-}
-
-fn call_failed(error: &CallError) -> ExitCode {
-    let code = match error {
-        CallError::Plugin(_) => exit::PLUGIN_ERROR,
-        CallError::Host(_) => exit::OTHER,
-        _ => exit::SANDBOX,
-    };
-    eprintln!("error: {error}");
-    ExitCode::from(code)
 }
 
 struct Loaded {

@@ -13,6 +13,8 @@ use kube::{Api, Client};
 use super::{exit, fail, tokio_runtime};
 use crate::controller::binding::{self, BINDING_KEY, BINDING_LABEL, BindingSpec, KindRef};
 use crate::controller::scope::WatchScope;
+use crate::conversion::ConverterSpec;
+use crate::conversion::binding::{CONVERTER_KEY, CONVERTER_LABEL};
 use crate::policy::binding::POLICY_LABEL;
 use crate::publish::Document;
 use crate::rbac::{Kind, Need};
@@ -68,19 +70,22 @@ async fn render(args: &RbacArgs) -> anyhow::Result<String> {
         Some(path) => Some(super::operator::cluster_client(Some(path)).await?),
         None => None,
     };
-    let (mut bindings, mut policies) = (Vec::new(), args.policies);
+    let (mut bindings, mut policies, mut converters) = (Vec::new(), args.policies, Vec::new());
     for path in &args.binding {
         match Document::read(path)? {
             Document::Binding { spec, .. } => bindings.push(*spec),
             Document::Policy { .. } => policies = true,
+            Document::Converter { spec, .. } => converters.push(*spec),
         }
     }
     if let Some(client) = &client {
-        let (installed, installed_policies) = installed(client, &args.namespace).await?;
+        let (installed, installed_policies, installed_converters) =
+            installed(client, &args.namespace).await?;
         bindings.extend(installed);
         policies |= installed_policies;
+        converters.extend(installed_converters);
     }
-    if bindings.is_empty() && !policies {
+    if bindings.is_empty() && !policies && converters.is_empty() {
         anyhow::bail!(
             "no bindings: pass --binding binding.yaml, or --kubeconfig to read those installed in {}",
             args.namespace
@@ -89,6 +94,9 @@ async fn render(args: &RbacArgs) -> anyhow::Result<String> {
     let mut binding_needs = Vec::new();
     for spec in &bindings {
         binding_needs.extend(needs_of(client.as_ref(), spec, &args.watch_namespaces).await?);
+    }
+    for spec in &converters {
+        binding_needs.extend(crate::rbac::needs::of_converter(spec));
     }
     if args.helm_values {
         return Ok(serde_yaml::to_string(&crate::rbac::roles::helm_values(
@@ -134,7 +142,12 @@ async fn render(args: &RbacArgs) -> anyhow::Result<String> {
 }
 
 /// The bindings installed in `namespace`, and whether any policy is.
-async fn installed(client: &Client, namespace: &str) -> anyhow::Result<(Vec<BindingSpec>, bool)> {
+/// The bindings installed in `namespace`, whether there are policies, and
+/// the converters.
+async fn installed(
+    client: &Client,
+    namespace: &str,
+) -> anyhow::Result<(Vec<BindingSpec>, bool, Vec<ConverterSpec>)> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let bindings = api
         .list(&ListParams::default().labels(BINDING_LABEL))
@@ -153,7 +166,24 @@ async fn installed(client: &Client, namespace: &str) -> anyhow::Result<(Vec<Bind
     let policies = api
         .list(&ListParams::default().labels(POLICY_LABEL).limit(1))
         .await?;
-    Ok((specs, !policies.items.is_empty()))
+    let mut converters = Vec::new();
+    for cm in api
+        .list(&ListParams::default().labels(CONVERTER_LABEL))
+        .await?
+        .items
+    {
+        let name = cm.metadata.name.clone().unwrap_or_default();
+        let text = cm
+            .data
+            .as_ref()
+            .and_then(|d| d.get(CONVERTER_KEY))
+            .with_context(|| format!("ConfigMap {name} has no {CONVERTER_KEY}"))?;
+        converters.push(
+            crate::conversion::binding::parse_spec(text)
+                .with_context(|| format!("ConfigMap {name}"))?,
+        );
+    }
+    Ok((specs, !policies.items.is_empty(), converters))
 }
 
 /// The needs of `spec`, its kinds resolved through `client`'s discovery,

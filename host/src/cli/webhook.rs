@@ -1,6 +1,7 @@
-//! The admission side of `gantry run` and `gantry dev`: the policy
-//! manager (always: guardrails need it), the HTTPS webhook server and the
-//! webhook configuration sync (by flags).
+//! The webhook side of `gantry run` and `gantry dev`: the policy and
+//! converter managers (always: guardrails need the policies), the HTTPS
+//! webhook server, and the sync of the webhook configurations and of the
+//! CRDs' conversion (by flags).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -9,9 +10,21 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
+use crate::conversion::{self, Converters};
 use crate::policy::sync::{SyncOptions, run_sync};
-use crate::policy::{Policies, PolicyMetrics, manager, server, tls};
+use crate::policy::{Policies, manager};
 use crate::runtime::Runtime;
+use crate::webhook::reach::{Reach, ServiceRef};
+use crate::webhook::{server, tls};
+
+/// What the webhook server serves.
+#[derive(Clone, Debug, Default)]
+pub struct Served {
+    /// The admission policies in service.
+    pub policies: Policies,
+    /// The converters in service.
+    pub converters: Converters,
+}
 
 /// Webhook flags shared by `run` and `dev`.
 #[derive(Debug, Args)]
@@ -45,13 +58,14 @@ pub struct WebhookArgs {
     /// instead of a URL, and a generated certificate covers
     /// `name.namespace.svc`.
     #[arg(long)]
-    webhook_service: Option<crate::policy::sync::ServiceRef>,
+    webhook_service: Option<ServiceRef>,
     /// Extra DNS names or IPs of the generated certificate (the host of
     /// --webhook-url, 127.0.0.1 and localhost are always in).
     #[arg(long)]
     webhook_host: Vec<String>,
     /// Keep a Validating and a Mutating `WebhookConfiguration` in sync with
-    /// the policy bindings (always on for `dev`).
+    /// the policy bindings, and the `spec.conversion` of each CRD that has a
+    /// converter binding (always on for `dev`).
     #[arg(long)]
     sync_webhook_configurations: bool,
     /// Name of the two webhook configurations.
@@ -82,34 +96,36 @@ fn url_host(url: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_string())
 }
 
-/// Start the policy manager over the bindings in `namespace` (remote
-/// policies fetched as `sources` say), and as `args` (and `local`, for
-/// `gantry dev`) say the webhook server and the configuration sync; all
-/// stop when `shutdown` completes. Evaluations are counted in `metrics`.
-/// Returns the policies in service, for the guardrails.
+/// Start the policy and converter managers over the bindings in
+/// `namespace` (remote components fetched as `sources` say), putting what
+/// they load into `served`; and as `args` (and `local`, for `gantry dev`)
+/// say the webhook server and the syncs. All stop when `shutdown`
+/// completes.
 #[allow(clippy::too_many_arguments)] // each is a separate setting of the operator
-pub async fn start_policies(
+pub async fn start_webhooks(
     client: &kube::Client,
     runtime: &Runtime,
     namespace: &str,
     sources: crate::binding::source::FetchSettings,
     args: &WebhookArgs,
     local: bool,
-    metrics: std::sync::Arc<PolicyMetrics>,
+    served: &Served,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<Policies> {
-    let policies = Policies::new(metrics);
+) -> anyhow::Result<()> {
+    let policies = served.policies.clone();
+    let converters = served.converters.clone();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
     });
     {
-        let (client, runtime, policies, namespace) = (
+        let (client, runtime, policies, namespace, sources) = (
             client.clone(),
             runtime.clone(),
             policies.clone(),
             namespace.to_string(),
+            sources.clone(),
         );
         let stop = stopped(stop_rx.clone());
         tokio::spawn(async move {
@@ -118,6 +134,24 @@ pub async fn start_policies(
                     .await
             {
                 tracing::error!(error = %e, "the policy manager stopped");
+            }
+        });
+    }
+    {
+        let (client, runtime, converters, namespace) = (
+            client.clone(),
+            runtime.clone(),
+            converters.clone(),
+            namespace.to_string(),
+        );
+        let stop = stopped(stop_rx.clone());
+        tokio::spawn(async move {
+            if let Err(e) = conversion::manager::run_converter_manager(
+                client, runtime, &namespace, converters, sources, stop,
+            )
+            .await
+            {
+                tracing::error!(error = %e, "the converter manager stopped");
             }
         });
     }
@@ -133,7 +167,7 @@ pub async fn start_policies(
             !sync,
             "--sync-webhook-configurations needs the webhook server: add --webhook-listen"
         );
-        return Ok(policies);
+        return Ok(());
     };
     let addr: SocketAddr = listen
         .parse()
@@ -157,7 +191,9 @@ pub async fn start_policies(
         std::fs::write(path, &certificate.ca_pem)
             .with_context(|| format!("writing the CA bundle to {}", path.display()))?;
     }
-    let webhooks = server::serve(addr, tls::server_config(&certificate)?, policies.clone())
+    let routes = crate::policy::server::router(policies.clone())
+        .merge(conversion::server::router(converters.clone()));
+    let webhooks = server::serve(addr, tls::server_config(&certificate)?, routes)
         .await
         .with_context(|| format!("serving webhooks on {addr}"))?;
     let base_url = args.webhook_url.clone().unwrap_or_else(|| {
@@ -169,10 +205,10 @@ pub async fn start_policies(
     });
     match &args.webhook_service {
         Some(service) => println!(
-            "gantry: admission webhooks on {}, reached through Service {}/{} at /policies/<name>",
+            "gantry: webhooks on {}, reached through Service {}/{} at /policies/<name> and /convert/<crd>",
             webhooks.addr, service.namespace, service.name
         ),
-        None => println!("gantry: admission webhooks at {base_url}/policies/<name>"),
+        None => println!("gantry: webhooks at {base_url}/policies/<name> and /convert/<crd>"),
     }
     let stop = stopped(stop_rx.clone());
     tokio::spawn(async move {
@@ -180,21 +216,30 @@ pub async fn start_policies(
         webhooks.shutdown();
     });
     if sync {
-        let options = SyncOptions {
-            name: args.webhook_configuration_name.clone(),
+        let reach = Reach {
             base_url,
             ca_pem: certificate.ca_pem.clone(),
-            exclude_namespaces: vec![namespace.to_string()],
             service: args.webhook_service.clone(),
+        };
+        tokio::spawn(conversion::sync::run_sync(
+            client.clone(),
+            converters,
+            reach.clone(),
+            stopped(stop_rx.clone()),
+        ));
+        let options = SyncOptions {
+            name: args.webhook_configuration_name.clone(),
+            reach,
+            exclude_namespaces: vec![namespace.to_string()],
         };
         tokio::spawn(run_sync(
             client.clone(),
-            policies.clone(),
+            policies,
             options,
             stopped(stop_rx),
         ));
     }
-    Ok(policies)
+    Ok(())
 }
 
 #[cfg(test)]

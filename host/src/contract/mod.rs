@@ -2,9 +2,11 @@
 //! conversions between them and the plain Rust types of `gantry_sdk`, with
 //! the checks a response must pass to be accepted.
 
+mod conversion;
 mod policy;
 mod reconcile;
 
+pub use conversion::from_wit_converted;
 pub use policy::{from_wit_verdict, to_wit_admission};
 pub use reconcile::{
     MAX_CONDITIONS, MAX_EVENTS, from_wit_response, reconcile_error, strip_managed_fields,
@@ -47,6 +49,21 @@ pub mod bindings {
             },
         });
     }
+
+    /// The `converter` world, sharing the `types` and `host` interfaces.
+    // Generated: as above.
+    #[allow(missing_docs)]
+    pub mod converter {
+        wasmtime::component::bindgen!({
+            path: "../wit",
+            world: "converter",
+            exports: { default: async },
+            with: {
+                "gantry:plugin/types": super::reconciler::gantry::plugin::types,
+                "gantry:plugin/host": super::reconciler::gantry::plugin::host,
+            },
+        });
+    }
 }
 
 /// Fully qualified names of the exports the host looks for.
@@ -55,6 +72,8 @@ pub mod names {
     pub const RECONCILER_WORLD: &str = "gantry:plugin/reconciler@0.1.0";
     /// The policy world.
     pub const POLICY_WORLD: &str = "gantry:plugin/policy@0.1.0";
+    /// The converter world.
+    pub const CONVERTER_WORLD: &str = "gantry:plugin/converter@0.1.0";
     /// The outbound HTTP interface, which needs a binding's grant.
     pub const HTTP_INTERFACE: &str = "gantry:plugin/http@0.1.0";
 }

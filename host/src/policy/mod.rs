@@ -4,8 +4,9 @@
 //!
 //! Read top-down: [`binding`] (the ConfigMap format) → [`manager`] (load,
 //! check settings, swap into [`Policies`]) → [`review`] (AdmissionReview in
-//! and out, the decision) → [`server`] (HTTPS, one path per policy, with
-//! [`tls`]) → [`sync`] (the webhook configurations) and [`guardrails`]
+//! and out, the decision) → [`server`] (one path per policy on the
+//! webhook server, `crate::webhook`) → [`sync`] (the webhook
+//! configurations) and [`guardrails`]
 //! (the same policies on reconcile output); [`metrics`] counts it all.
 
 pub mod binding;
@@ -17,20 +18,18 @@ pub mod review;
 pub mod server;
 pub mod shadow;
 pub mod sync;
-pub mod tls;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gantry_sdk::AdmissionRequest;
 use serde_json::Value;
-use tokio::sync::watch;
 
 pub use binding::{FailurePolicy, Mode, PolicySpec};
 pub use metrics::PolicyMetrics;
 pub use review::{AdmissionResponse, Decision, Outcome};
 
+use crate::binding::registry::InService;
 use crate::runtime::{CallError, PolicyPlugin};
 
 /// A policy in service: its binding and its loaded plugin.
@@ -132,24 +131,10 @@ fn log_decision(spec: &PolicySpec, request: &Value, decision: &Decision, took: D
 /// the guardrails and the configuration sync all read the same set.
 /// Replacing a policy is atomic: evaluations already started finish with
 /// the version they began with.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Policies {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    by_name: RwLock<BTreeMap<String, Arc<LoadedPolicy>>>,
-    changed: watch::Sender<u64>,
-    loaded: watch::Sender<bool>,
+    in_service: InService<LoadedPolicy>,
     metrics: Arc<PolicyMetrics>,
-}
-
-impl std::fmt::Debug for Policies {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list()
-            .entries(self.inner.by_name.read().unwrap().keys())
-            .finish()
-    }
 }
 
 impl Default for Policies {
@@ -158,84 +143,36 @@ impl Default for Policies {
     }
 }
 
+impl std::ops::Deref for Policies {
+    type Target = InService<LoadedPolicy>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.in_service
+    }
+}
+
 impl Policies {
     /// No policies yet; evaluations are counted in `metrics`.
     pub fn new(metrics: Arc<PolicyMetrics>) -> Self {
         Self {
-            inner: Arc::new(Inner {
-                by_name: RwLock::new(BTreeMap::new()),
-                changed: watch::channel(0).0,
-                loaded: watch::channel(false).0,
-                metrics,
-            }),
+            in_service: InService::default(),
+            metrics,
         }
     }
 
     /// The metrics evaluations are counted in.
     pub fn metrics(&self) -> &Arc<PolicyMetrics> {
-        &self.inner.metrics
-    }
-
-    /// The policy `name`, if in service.
-    pub fn get(&self, name: &str) -> Option<Arc<LoadedPolicy>> {
-        self.inner.by_name.read().unwrap().get(name).cloned()
-    }
-
-    /// Every policy in service, by name.
-    pub fn all(&self) -> Vec<Arc<LoadedPolicy>> {
-        self.inner
-            .by_name
-            .read()
-            .unwrap()
-            .values()
-            .cloned()
-            .collect()
+        &self.metrics
     }
 
     /// Put `policy` into service, replacing any version of the same name.
     pub fn insert(&self, policy: LoadedPolicy) {
-        let name = policy.spec.name.clone();
-        self.inner
-            .by_name
-            .write()
-            .unwrap()
-            .insert(name, Arc::new(policy));
-        self.inner.changed.send_modify(|n| *n += 1);
-    }
-
-    /// Take the policy `name` out of service.
-    pub fn remove(&self, name: &str) -> Option<Arc<LoadedPolicy>> {
-        let removed = self.inner.by_name.write().unwrap().remove(name);
-        if removed.is_some() {
-            self.inner.changed.send_modify(|n| *n += 1);
-        }
-        removed
-    }
-
-    /// Changes: the value increases each time the set of policies changes.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.inner.changed.subscribe()
-    }
-
-    /// Record that the policy bindings found at start are processed.
-    pub fn mark_loaded(&self) {
-        self.inner.loaded.send_replace(true);
-    }
-
-    /// Whether the policy bindings found at start are processed.
-    pub fn is_loaded(&self) -> bool {
-        *self.inner.loaded.borrow()
-    }
-
-    /// Completes once the policy bindings found at start are processed.
-    pub async fn loaded(&self) {
-        let mut rx = self.inner.loaded.subscribe();
-        let _ = rx.wait_for(|loaded| *loaded).await;
+        self.in_service.insert(policy.spec.name.clone(), policy);
     }
 
     /// Judge `request` with the policy `name`; `None` if it is not in service.
     pub async fn evaluate(&self, name: &str, request: Value) -> Option<Decision> {
         let policy = self.get(name)?;
-        Some(policy.evaluate(request, &self.inner.metrics).await)
+        Some(policy.evaluate(request, &self.metrics).await)
     }
 }

@@ -12,7 +12,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
@@ -22,6 +21,7 @@ use serde_json::{Value, json};
 
 use super::binding::{Mode, PolicySpec};
 use super::{LoadedPolicy, Policies};
+use crate::webhook::reach::Reach;
 
 /// Field manager of the configurations.
 pub const FIELD_MANAGER: &str = "gantry-policies";
@@ -33,60 +33,11 @@ const RESYNC: Duration = Duration::from_mins(1);
 pub struct SyncOptions {
     /// Name of both configurations.
     pub name: String,
-    /// Base URL of the webhook server as the API server reaches it, e.g.
-    /// `https://gantry.example.com:8443`; ignored when `service` is set.
-    pub base_url: String,
-    /// The Service in front of the webhook server, if the API server
-    /// should reach it through one (`clientConfig.service`).
-    pub service: Option<ServiceRef>,
-    /// PEM of the CA that signed the server's certificate.
-    pub ca_pem: String,
+    /// How the API server reaches the webhook server.
+    pub reach: Reach,
     /// Namespaces never sent to any policy (Gantry's own, so that a
     /// failing policy cannot block its repair).
     pub exclude_namespaces: Vec<String>,
-}
-
-/// A Service in front of the webhook server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServiceRef {
-    /// Its namespace.
-    pub namespace: String,
-    /// Its name.
-    pub name: String,
-    /// Its port (443 when absent).
-    pub port: Option<u16>,
-}
-
-impl std::str::FromStr for ServiceRef {
-    type Err = String;
-
-    /// `namespace/name` or `namespace/name:port`.
-    fn from_str(text: &str) -> Result<Self, String> {
-        let bad = || format!("{text:?} is not namespace/name[:port]");
-        let (namespace, rest) = text.split_once('/').ok_or_else(bad)?;
-        let (name, port) = match rest.split_once(':') {
-            Some((name, port)) => (name, Some(port.parse().map_err(|_| bad())?)),
-            None => (rest, None),
-        };
-        if !gantry_apiserver::objects::meta::is_dns_label(namespace)
-            || !gantry_apiserver::objects::meta::is_dns_label(name)
-        {
-            return Err(bad());
-        }
-        Ok(Self {
-            namespace: namespace.into(),
-            name: name.into(),
-            port,
-        })
-    }
-}
-
-impl ServiceRef {
-    /// The DNS names the serving certificate needs.
-    pub fn dns_names(&self) -> Vec<String> {
-        let base = format!("{}.{}.svc", self.name, self.namespace);
-        vec![base.clone(), format!("{base}.cluster.local")]
-    }
 }
 
 /// The webhook of one policy.
@@ -116,7 +67,7 @@ fn webhook(spec: &PolicySpec, options: &SyncOptions) -> Value {
     };
     let mut webhook = json!({
         "name": spec.webhook_name(),
-        "clientConfig": client_config(spec, options),
+        "clientConfig": options.reach.client_config(&spec.path()),
         "rules": spec.rules,
         "namespaceSelector": namespace_selector,
         "objectSelector": spec.object_selector.clone().map_or_else(|| json!({}), |s| serde_json::to_value(s).expect("a selector serializes")),
@@ -130,25 +81,6 @@ fn webhook(spec: &PolicySpec, options: &SyncOptions) -> Value {
         webhook["reinvocationPolicy"] = "Never".into();
     }
     webhook
-}
-
-fn client_config(spec: &PolicySpec, options: &SyncOptions) -> Value {
-    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(options.ca_pem.as_bytes());
-    match &options.service {
-        Some(service) => json!({
-            "service": {
-                "namespace": service.namespace,
-                "name": service.name,
-                "path": spec.path(),
-                "port": service.port.unwrap_or(443),
-            },
-            "caBundle": ca_bundle,
-        }),
-        None => json!({
-            "url": format!("{}{}", options.base_url.trim_end_matches('/'), spec.path()),
-            "caBundle": ca_bundle,
-        }),
-    }
 }
 
 /// The validating and the mutating configuration for `policies`.
@@ -257,14 +189,17 @@ pub async fn run_sync(
 mod tests {
     use super::*;
     use crate::policy::binding::parse_spec;
+    use crate::webhook::reach::ServiceRef;
 
     fn options() -> SyncOptions {
         SyncOptions {
             name: "gantry-policies".into(),
-            base_url: "https://127.0.0.1:8443/".into(),
-            ca_pem: "PEM".into(),
+            reach: Reach {
+                base_url: "https://127.0.0.1:8443/".into(),
+                ca_pem: "PEM".into(),
+                service: None,
+            },
             exclude_namespaces: vec!["gantry-system".into()],
-            service: None,
         }
     }
 
@@ -279,7 +214,7 @@ mod tests {
         )
         .unwrap();
         let mut options = options();
-        options.service = Some(service);
+        options.reach.service = Some(service);
         assert_eq!(
             webhook(&spec, &options)["clientConfig"],
             json!({"service": {"namespace": "gantry-system", "name": "gantry-webhook", "path": "/policies/cap", "port": 8443}, "caBundle": "UEVN"})

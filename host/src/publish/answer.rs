@@ -127,6 +127,10 @@ pub async fn wait(
             "PluginLoaded",
         ),
         Document::Policy { .. } => (crate::policy::binding::DIGEST_ANNOTATION, "PolicyLoaded"),
+        Document::Converter { .. } => (
+            crate::conversion::binding::DIGEST_ANNOTATION,
+            "ConverterLoaded",
+        ),
     };
     if applied.metadata.resource_version == seen.resource_version {
         // Nothing changed, so the operator has nothing to say.

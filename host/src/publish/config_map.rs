@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::Document;
 use crate::controller::binding::{BINDING_KEY, BINDING_LABEL, PLUGIN_KEY, PLUGIN_ZSTD_KEY};
+use crate::conversion::binding::{CONVERTER_KEY, CONVERTER_LABEL};
 use crate::policy::binding::{POLICY_KEY, POLICY_LABEL};
 
 /// Most bytes of values a ConfigMap holds (`data` and `binaryData`
@@ -30,6 +31,7 @@ pub fn for_document(
     let (label, key, text) = match document {
         Document::Binding { text, .. } => (BINDING_LABEL, BINDING_KEY, text),
         Document::Policy { text, .. } => (POLICY_LABEL, POLICY_KEY, text),
+        Document::Converter { text, .. } => (CONVERTER_LABEL, CONVERTER_KEY, text),
     };
     let component = component.filter(|_| !document.has_source());
     let mut cm = with_component(document.name(), namespace, label, component, true)?;

@@ -1,12 +1,14 @@
 //! The document a plugin is bound with: a reconcile binding
-//! (`binding.yaml`) or an admission policy (`policy.yaml`), told apart by
-//! which of the two it parses as (both refuse unknown fields).
+//! (`binding.yaml`), an admission policy (`policy.yaml`) or a CRD
+//! converter (`converter.yaml`), told apart by which of them it parses as
+//! (all refuse unknown fields).
 
 use std::path::Path;
 
 use anyhow::Context as _;
 
 use crate::controller::binding::{self, BindingSpec};
+use crate::conversion::binding::{self as converter_binding, ConverterSpec};
 use crate::policy::binding::{self as policy_binding, PolicySpec};
 
 /// A parsed binding or policy document, with its text as written.
@@ -26,13 +28,28 @@ pub enum Document {
         /// Its text, stored as it is.
         text: String,
     },
+    /// A CRD converter.
+    Converter {
+        /// The parsed document.
+        spec: Box<ConverterSpec>,
+        /// Its text, stored as it is.
+        text: String,
+    },
 }
 
 impl Document {
-    /// Parse `text` as a binding, or else as a policy; when it is neither,
-    /// the error says why it is not a binding (and not a policy, when it
-    /// looks like one).
+    /// Parse `text` as a binding, a policy or a converter; when it is
+    /// none, the error says why it is not a binding (not a policy or a
+    /// converter, when it looks like one).
     pub fn parse(text: &str) -> anyhow::Result<Self> {
+        if has_key(text, "crd") {
+            return converter_binding::parse_spec(text)
+                .map(|spec| Self::Converter {
+                    spec: Box::new(spec),
+                    text: text.to_string(),
+                })
+                .map_err(|e| anyhow::anyhow!("invalid converter document: {e}"));
+        }
         let as_binding = binding::parse_spec(text);
         if let Ok(spec) = as_binding {
             return Ok(Self::Binding {
@@ -45,7 +62,7 @@ impl Document {
                 spec: Box::new(spec),
                 text: text.to_string(),
             }),
-            Err(policy_error) if looks_like_policy(text) => {
+            Err(policy_error) if has_key(text, "rules") => {
                 Err(anyhow::anyhow!("invalid policy document: {policy_error}"))
             }
             Err(_) => Err(anyhow::anyhow!(
@@ -67,6 +84,7 @@ impl Document {
         match self {
             Self::Binding { spec, .. } => &spec.name,
             Self::Policy { spec, .. } => &spec.name,
+            Self::Converter { spec, .. } => &spec.crd,
         }
     }
 
@@ -76,6 +94,7 @@ impl Document {
         match self {
             Self::Binding { spec, .. } => spec.source.is_some(),
             Self::Policy { spec, .. } => spec.source.is_some(),
+            Self::Converter { spec, .. } => spec.source.is_some(),
         }
     }
 
@@ -84,23 +103,26 @@ impl Document {
         match self {
             Self::Binding { spec, .. } => spec.sha256.as_deref(),
             Self::Policy { spec, .. } => spec.sha256.as_deref(),
+            Self::Converter { spec, .. } => spec.sha256.as_deref(),
         }
     }
 
-    /// "binding" or "policy".
+    /// "binding", "policy" or "converter".
     pub fn noun(&self) -> &'static str {
         match self {
             Self::Binding { .. } => "binding",
             Self::Policy { .. } => "policy",
+            Self::Converter { .. } => "converter",
         }
     }
 }
 
-/// A policy has `rules`; a binding never does.
-fn looks_like_policy(text: &str) -> bool {
+/// Whether the document has the top-level `key`: a policy has `rules`, a
+/// converter `crd`; a binding has neither.
+fn has_key(text: &str, key: &str) -> bool {
     serde_yaml::from_str::<serde_yaml::Value>(text)
         .ok()
-        .and_then(|v| v.get("rules").cloned())
+        .and_then(|v| v.get(key).cloned())
         .is_some()
 }
 
@@ -125,6 +147,16 @@ mod tests {
         let error = Document::parse(bad_binding).unwrap_err().to_string();
         assert!(error.contains("invalid binding document"), "{error}");
         assert!(error.contains("chidlren"), "{error}");
+
+        let converter = "crd: myresources.example.com\n";
+        let document = Document::parse(converter).unwrap();
+        assert!(matches!(document, Document::Converter { .. }));
+        assert_eq!(
+            (document.name(), document.noun()),
+            ("myresources.example.com", "converter")
+        );
+        let error = Document::parse("crd: x\n").unwrap_err().to_string();
+        assert!(error.contains("invalid converter document"), "{error}");
 
         let bad_policy = "name: no-root\nrules: []\nmode: loud\n";
         let error = Document::parse(bad_policy).unwrap_err().to_string();

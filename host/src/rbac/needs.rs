@@ -4,6 +4,7 @@
 use crate::controller::binding::BindingSpec;
 use crate::controller::context::KindInfo;
 use crate::controller::scope::WatchScope;
+use crate::conversion::ConverterSpec;
 
 /// A kind as RBAC sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,6 +193,27 @@ pub fn of_operator(namespace: &str, scope: &WatchScope, policies: bool) -> Vec<N
         }
     }
     needs
+}
+
+/// What a CRD converter needs: to read its CRD and point it at the
+/// webhook server (`spec.conversion`), and to list the CRD's objects for
+/// shadow runs.
+pub fn of_converter(spec: &ConverterSpec) -> Vec<Need> {
+    let plural = spec.crd.split_once('.').map_or("", |(plural, _)| plural);
+    vec![
+        Need {
+            group: "apiextensions.k8s.io".into(),
+            resource: "customresourcedefinitions".into(),
+            verbs: vec!["get", "patch"],
+            place: Where::Cluster,
+        },
+        Need {
+            group: spec.group().into(),
+            resource: plural.into(),
+            verbs: vec!["list"],
+            place: Where::Cluster,
+        },
+    ]
 }
 
 #[cfg(test)]

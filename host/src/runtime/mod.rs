@@ -28,7 +28,7 @@ pub use cache::digest;
 pub use engine::{Allocator, EPOCH_TICK, EngineSettings};
 pub use error::{CallError, LoadError};
 pub use limits::Limits;
-pub use plugin::{PolicyPlugin, ReconcilerPlugin};
+pub use plugin::{ConverterPlugin, PolicyPlugin, ReconcilerPlugin};
 pub use store::{CAPTURE_BYTES, CallState, MAX_RANDOM_BYTES};
 
 use crate::contract::bindings::reconciler::gantry::plugin::{host, http, metrics, types};
@@ -170,22 +170,39 @@ impl Runtime {
         name: &str,
         bytes: &[u8],
     ) -> Result<Arc<ReconcilerPlugin>, LoadError> {
-        let digest = digest(bytes);
-        let component =
-            self.inner
-                .cache
-                .get_or_compile(&self.inner.engine, name, &digest, bytes)?;
+        let (digest, component) = self.compile(name, bytes)?;
         ReconcilerPlugin::new(self.clone(), name, digest, &component).map(Arc::new)
     }
 
     /// Load an admission policy plugin from component bytes.
     pub fn load_policy(&self, name: &str, bytes: &[u8]) -> Result<Arc<PolicyPlugin>, LoadError> {
+        let (digest, component) = self.compile(name, bytes)?;
+        PolicyPlugin::new(self.clone(), name, digest, &component).map(Arc::new)
+    }
+
+    /// Load a CRD converter plugin from component bytes.
+    pub fn load_converter(
+        &self,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<Arc<ConverterPlugin>, LoadError> {
+        let (digest, component) = self.compile(name, bytes)?;
+        ConverterPlugin::new(self.clone(), name, digest, &component).map(Arc::new)
+    }
+
+    /// The component of `bytes` and its digest: compiled, unless the digest
+    /// is cached.
+    fn compile(
+        &self,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<(String, wasmtime::component::Component), LoadError> {
         let digest = digest(bytes);
         let component =
             self.inner
                 .cache
                 .get_or_compile(&self.inner.engine, name, &digest, bytes)?;
-        PolicyPlugin::new(self.clone(), name, digest, &component).map(Arc::new)
+        Ok((digest, component))
     }
 
     pub(crate) fn engine(&self) -> &Engine {

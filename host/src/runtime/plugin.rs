@@ -13,6 +13,7 @@ use super::error::{CallError, LoadError};
 use super::limits::Limits;
 use super::store::CallState;
 use crate::capability::Grants;
+use crate::contract::bindings::converter::exports::gantry::plugin::conversion;
 use crate::contract::bindings::policy::exports::gantry::plugin::admission;
 use crate::contract::bindings::reconciler::exports::gantry::plugin::{config, reconcile};
 use crate::contract::{self, names};
@@ -375,5 +376,97 @@ impl PolicyPlugin {
                 message,
             ))),
         }
+    }
+}
+
+/// A loaded CRD converter plugin.
+pub struct ConverterPlugin {
+    runtime: Runtime,
+    name: String,
+    digest: String,
+    pre: InstancePre<CallState>,
+    conversion: conversion::GuestIndices,
+}
+
+impl ConverterPlugin {
+    pub(super) fn new(
+        runtime: Runtime,
+        name: &str,
+        digest: String,
+        component: &Component,
+    ) -> Result<Self, LoadError> {
+        let pre = instance_pre(&runtime, name, component)?;
+        let conversion = conversion::GuestIndices::new(&pre)
+            .map_err(|e| wrong_world(&runtime, name, names::CONVERTER_WORLD, component, &e))?;
+        Ok(Self {
+            runtime,
+            name: name.to_string(),
+            digest,
+            pre,
+            conversion,
+        })
+    }
+
+    /// The converter's name (the CRD it converts, or its file).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// sha256 of the component bytes, lowercase hex.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// Call `convert` on the blocking pool: `objects` to
+    /// `desired_api_version`, checked for size and shape (not yet for
+    /// identity: see `conversion::check`).
+    pub async fn convert(
+        self: &Arc<Self>,
+        objects: Vec<serde_json::Value>,
+        desired_api_version: String,
+        limits: Limits,
+    ) -> Result<Vec<serde_json::Value>, CallError> {
+        let plugin = self.clone();
+        self.runtime
+            .run_blocking(move |slot| {
+                plugin.convert_in(slot, &objects, &desired_api_version, &limits)
+            })
+            .await
+    }
+
+    /// Call `convert` from synchronous code, waiting for a slot.
+    pub fn convert_blocking(
+        &self,
+        objects: &[serde_json::Value],
+        desired_api_version: &str,
+        limits: &Limits,
+    ) -> Result<Vec<serde_json::Value>, CallError> {
+        self.convert_in(
+            self.runtime.slot_blocking()?,
+            objects,
+            desired_api_version,
+            limits,
+        )
+    }
+
+    fn convert_in(
+        &self,
+        slot: Slot,
+        objects: &[serde_json::Value],
+        desired_api_version: &str,
+        limits: &Limits,
+    ) -> Result<Vec<serde_json::Value>, CallError> {
+        let texts: Vec<String> = objects.iter().map(ToString::to_string).collect();
+        let answer = call::run(
+            &self.runtime,
+            slot,
+            &self.name,
+            &self.pre,
+            limits,
+            Grants::default(),
+            |store, instance| self.conversion.load(store, instance),
+            async |guest, store| guest.call_convert(store, &texts, desired_api_version).await,
+        )?;
+        contract::from_wit_converted(answer, limits)
     }
 }

@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use gantry::policy::binding::{PolicyBinding, parse_spec};
-use gantry::policy::server::WebhookServer;
-use gantry::policy::{LoadedPolicy, Policies, PolicyMetrics, manager, server, tls};
+use gantry::policy::{LoadedPolicy, Policies, PolicyMetrics, manager};
 use gantry::runtime::Runtime;
+use gantry::webhook::server::WebhookServer;
+use gantry::webhook::{server, tls};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
@@ -83,7 +84,7 @@ impl Webhooks {
         let server = server::serve(
             "127.0.0.1:0".parse().unwrap(),
             tls::server_config(&certificate).unwrap(),
-            registry.clone(),
+            gantry::policy::server::router(registry.clone()),
         )
         .await
         .unwrap();
