@@ -164,8 +164,21 @@ impl App {
     }
 }
 
-/// The object as served at `info`'s version: custom resources get the requested
-/// `apiVersion` (conversion None) and their schema defaults applied on read.
+/// A stored object as served at `info`'s version: converted (a CRD's conversion
+/// webhook, see [`crate::conversion`]), then [`present`]ed.
+pub async fn serve(app: &App, info: &ResourceInfo, obj: &Value) -> ApiResult<Value> {
+    let obj = crate::conversion::to_version(app, info, obj.clone()).await?;
+    Ok(present(info, &obj))
+}
+
+/// A list's stored items as served at `info`'s version (converted in one review).
+pub async fn serve_all(app: &App, info: &ResourceInfo, objs: Vec<Value>) -> ApiResult<Vec<Value>> {
+    let objs = crate::conversion::to_versions(app, info, objs).await?;
+    Ok(objs.iter().map(|o| present(info, o)).collect())
+}
+
+/// The object as served at `info`'s version, once converted: custom resources get the
+/// requested `apiVersion` and their schema defaults applied on read.
 pub fn present(info: &ResourceInfo, obj: &Value) -> Value {
     if crate::objects::events::is_events_v1(info) {
         return crate::objects::events::from_core(obj);
