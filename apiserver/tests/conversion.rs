@@ -268,8 +268,8 @@ async fn updates_and_patches_at_a_non_storage_version_convert_both_ways() {
 }
 
 #[tokio::test]
-async fn a_list_is_converted_in_one_review_and_a_watch_event_by_event() {
-    let (hook, _) = converter().await;
+async fn a_list_converts_each_item_and_a_watch_each_event() {
+    let (hook, mode) = converter().await;
     let s = server().await;
     let a = s.addr();
     install(a, &hook).await;
@@ -291,7 +291,21 @@ async fn a_list_is_converted_in_one_review_and_a_watch_event_by_event() {
     assert_eq!(items.len(), 2);
     assert_eq!(items[0]["apiVersion"], "example.com/v1alpha1");
     assert_eq!(items[1]["spec"], json!({ "oldField": "b", "size": 3 }));
-    assert_eq!(reviews(&hook), vec![("example.com/v1alpha1".into(), 2)]);
+    // As kube-apiserver decodes a list read from etcd: one review per item.
+    assert_eq!(
+        reviews(&hook),
+        vec![
+            ("example.com/v1alpha1".into(), 1),
+            ("example.com/v1alpha1".into(), 1)
+        ]
+    );
+    *mode.lock().unwrap() = Mode::Fail;
+    let r = req(a, "GET", V1ALPHA1, None).await;
+    assert_eq!(
+        conversion_failure(&r),
+        "conversion webhook for example.com/v1, Kind=Gadget failed: gadgets cannot be converted today"
+    );
+    *mode.lock().unwrap() = Mode::Convert;
 
     let mut watch = RawWatch::open(a, &format!("{V1ALPHA1}?watch=1")).await;
     assert_eq!(watch.status, 200);
@@ -316,6 +330,25 @@ async fn a_list_is_converted_in_one_review_and_a_watch_event_by_event() {
         event["object"]["spec"],
         json!({ "oldField": "c", "size": 3 })
     );
+
+    // An event that fails to convert ends the watch with an ERROR event.
+    *mode.lock().unwrap() = Mode::Fail;
+    let r = req(
+        a,
+        "POST",
+        V1,
+        Some(&gadget("v1", "d", json!({ "newField": "d" }))),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let event = watch.next().await.unwrap();
+    assert_eq!(event["type"], "ERROR");
+    assert_eq!(event["object"]["code"], 500);
+    assert_eq!(
+        event["object"]["message"],
+        "conversion webhook for example.com/v1, Kind=Gadget failed: gadgets cannot be converted today"
+    );
+    assert!(watch.next().await.is_none(), "the watch ended");
 }
 
 /// The Status of a failed conversion: kube's 500 without a reason.

@@ -1,6 +1,6 @@
-//! One conversion through a CRD's webhook, as kube's `webhookConverter.Convert`: the
-//! objects not yet at the desired version go in one review, the answer is checked,
-//! and each error message names the webhook's input as kube does
+//! One conversion through a CRD's webhook, as kube's `webhookConverter.Convert` for
+//! one object: a review unless it is at the desired version already, the answer
+//! checked, and each error message naming the object's version and kind as kube does
 //! (`conversion webhook for GROUP/VERSION, Kind=KIND ...`).
 
 use serde_json::Value;
@@ -10,33 +10,24 @@ use super::review::{self, Refused};
 use crate::admission::client::PostError;
 use crate::app::App;
 
-/// `objects` at `desired` (`group/version`); those already there are not sent.
-/// `list`: the objects are a list's items (kube's messages then name an index).
-/// Errors are the message kube answers with.
+/// `obj` at `desired` (`group/version`); not sent when it is there already. Errors
+/// are the message kube answers with.
 pub async fn convert(
     app: &App,
     hook: &Webhook,
-    kind: &str,
-    mut objects: Vec<Value>,
+    obj: Value,
     desired: &str,
-    list: bool,
-) -> Result<Vec<Value>, String> {
-    let todo: Vec<usize> = (0..objects.len())
-        .filter(|&i| api_version(&objects[i]) != desired)
-        .collect();
-    let Some(&first) = todo.first() else {
-        return Ok(objects);
-    };
+) -> Result<Value, String> {
+    let from = api_version(&obj);
+    if from == desired {
+        return Ok(obj);
+    }
     let input = {
-        let (group, version) = api_version(&objects[first])
-            .rsplit_once('/')
-            .map_or(("", api_version(&objects[first])), |(g, v)| (g, v));
-        let kind = if list {
-            format!("{kind}List")
-        } else {
-            kind.to_string()
-        };
-        format!("{group}/{version}, Kind={kind}")
+        let (group, version) = from.rsplit_once('/').unwrap_or(("", from));
+        format!(
+            "{group}/{version}, Kind={}",
+            obj.get("kind").and_then(Value::as_str).unwrap_or("")
+        )
     };
     let Some(review_version) = hook
         .review_versions
@@ -46,8 +37,7 @@ pub async fn convert(
         return Err("no supported conversion review versions".into());
     };
     let uid = uuid::Uuid::new_v4().to_string();
-    let sent: Vec<Value> = todo.iter().map(|&i| objects[i].clone()).collect();
-    let body = review::request(review_version, &uid, desired, &sent);
+    let body = review::request(review_version, &uid, desired, std::slice::from_ref(&obj));
     let answer = app
         .webhooks
         .clients
@@ -60,20 +50,26 @@ pub async fn convert(
         )
         .await
         .map_err(|e| format!("conversion webhook for {input} failed: {}", post_error(e)))?;
-    let converted = review::converted(review_version, &uid, &answer)
+    let mut converted = review::converted(review_version, &uid, &answer)
         .map_err(|e| format!("conversion webhook for {input} failed: {e}"))?;
-    if converted.len() != sent.len() {
+    if converted.len() != 1 {
         return Err(format!(
-            "conversion webhook for {input} returned {} objects, expected {}",
-            converted.len(),
-            sent.len()
+            "conversion webhook for {input} returned {} objects, expected 1",
+            converted.len()
         ));
     }
-    for (n, (i, c)) in todo.into_iter().zip(converted).enumerate() {
-        let checked = review::check(&objects[i], c, desired);
-        objects[i] = checked.map_err(|r| refused(&input, list, n, r))?;
-    }
-    Ok(objects)
+    review::check(&obj, converted.remove(0), desired).map_err(|r| match r {
+        Refused::GroupVersion { expected, received } => format!(
+            "conversion webhook for {input} returned invalid object at index 0: invalid groupVersion (expected {expected}, received {received})"
+        ),
+        Refused::Kind { expected, received } => format!(
+            "conversion webhook for {input} returned invalid object at index 0: invalid kind (expected {expected}, received {received})"
+        ),
+        Refused::Object(m) => format!("conversion webhook for {input} returned invalid object: {m}"),
+        Refused::Metadata(m) => {
+            format!("conversion webhook for {input} returned invalid metadata: {m}")
+        }
+    })
 }
 
 fn api_version(obj: &Value) -> &str {
@@ -92,34 +88,5 @@ fn post_error(e: PostError) -> String {
             "an error on the server ({:?}) has prevented the request from succeeding",
             String::from_utf8_lossy(&body)
         ),
-    }
-}
-
-/// The message of a refused object: kube words single objects and list items apart
-/// (and counts list items from 1 in some of them, as it increments first).
-fn refused(input: &str, list: bool, n: usize, r: Refused) -> String {
-    let at = if list {
-        format!("returned invalid converted object at index {}", n + 1)
-    } else {
-        "returned invalid object at index 0".to_string()
-    };
-    match r {
-        Refused::GroupVersion { expected, received } => format!(
-            "conversion webhook for {input} {at}: invalid groupVersion (expected {expected}, received {received})"
-        ),
-        Refused::Kind { expected, received } => format!(
-            "conversion webhook for {input} {at}: invalid kind (expected {expected}, received {received})"
-        ),
-        Refused::Object(m) if list => format!("conversion webhook for {input} {at}: {m}"),
-        Refused::Object(m) => {
-            format!("conversion webhook for {input} returned invalid object: {m}")
-        }
-        Refused::Metadata(m) if list => format!(
-            "conversion webhook for {input} returned invalid metadata in object at index {}: {m}",
-            n + 1
-        ),
-        Refused::Metadata(m) => {
-            format!("conversion webhook for {input} returned invalid metadata: {m}")
-        }
     }
 }

@@ -70,32 +70,33 @@ impl Webhook {
     }
 }
 
-/// `obj` at `info`'s version (a get, or the answer to a write).
+/// `obj` at `info`'s version (a get, a watch event, or the answer to a write).
 pub async fn to_version(app: &App, info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
-    let desired = info.api_version();
-    Ok(convert(app, info, vec![obj], &desired, false)
-        .await?
-        .pop()
-        .expect("one object in, one out"))
+    convert(app, info, obj, &info.api_version()).await
 }
 
-/// The items of a list at `info`'s version, in one review.
+/// The items of a list at `info`'s version. As kube-apiserver decodes a list read
+/// from storage item by item, each item not at the version is its own review (a few
+/// at a time here); the first failure, in item order, is the answer.
 pub async fn to_versions(
     app: &App,
     info: &ResourceInfo,
     objs: Vec<Value>,
 ) -> ApiResult<Vec<Value>> {
-    let desired = info.api_version();
-    convert(app, info, objs, &desired, true).await
+    use futures::{StreamExt, TryStreamExt};
+    futures::stream::iter(objs)
+        .map(|o| to_version(app, info, o))
+        .buffered(CONCURRENT_REVIEWS)
+        .try_collect()
+        .await
 }
+
+/// How many reviews of one list are in flight at once.
+const CONCURRENT_REVIEWS: usize = 8;
 
 /// `obj` (at `info`'s version) at the storage version, before it is stored.
 pub async fn to_storage(app: &App, info: &ResourceInfo, obj: Value) -> ApiResult<Value> {
-    let desired = storage_api_version(info);
-    Ok(convert(app, info, vec![obj], &desired, false)
-        .await?
-        .pop()
-        .expect("one object in, one out"))
+    convert(app, info, obj, &storage_api_version(info)).await
 }
 
 /// `group/version` of the resource's storage version.
@@ -107,32 +108,26 @@ pub fn storage_api_version(info: &ResourceInfo) -> String {
     }
 }
 
-/// Whether objects stored for `info` need the conversion webhook to be served at its
-/// version (a watch then converts each event).
-pub fn needs_webhook(info: &ResourceInfo) -> bool {
+/// Whether `info` is served through a conversion webhook (stored objects at another
+/// version are converted; a watch then converts each event).
+pub fn uses_webhook(info: &ResourceInfo) -> bool {
     info.crd.as_ref().is_some_and(|c| c.conversion.is_some())
-        && info.version != info.storage_version
 }
 
 async fn convert(
     app: &App,
     info: &ResourceInfo,
-    mut objs: Vec<Value>,
+    mut obj: Value,
     desired: &str,
-    list: bool,
-) -> ApiResult<Vec<Value>> {
+) -> ApiResult<Value> {
     let Some(crd) = &info.crd else {
-        return Ok(objs);
+        return Ok(obj);
     };
     let Some(hook) = &crd.conversion else {
-        for o in &mut objs {
-            o["apiVersion"] = json!(desired);
-        }
-        return Ok(objs);
+        obj["apiVersion"] = json!(desired);
+        return Ok(obj);
     };
-    call::convert(app, hook, &info.kind, objs, desired, list)
-        .await
-        .map_err(failed)
+    call::convert(app, hook, obj, desired).await.map_err(failed)
 }
 
 /// A failed conversion as kube answers it: 500 with the message and no reason.

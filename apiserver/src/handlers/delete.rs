@@ -344,7 +344,7 @@ pub async fn delete_collection(app: &Arc<App>, r: ResourceRequest) -> ApiResult<
             details: crate::error::Details::new(&info.group, &info.plural, ""),
         });
     };
-    let items = serve_all(app, &info, items.into_iter().collect()).await?;
+    let items = serve_all(app, &info, &items).await?;
     let body = json!({
         "kind": format!("{}List", info.kind),
         "apiVersion": info.api_version(),

@@ -141,7 +141,7 @@ pub async fn list(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
             remaining += 1;
             continue;
         }
-        items.push((key.clone(), (**obj).clone()));
+        items.push((key.clone(), obj.clone()));
     }
     let mut meta = json!({ "resourceVersion": rv.to_string() });
     if let Some(Some(last)) = next {
@@ -155,8 +155,8 @@ pub async fn list(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
         // Tables do not).
         meta["continue"] = json!("");
     }
-    // The page's items in one conversion review, as kube converts a list.
-    let objects = serve_all(app, info, items.into_iter().map(|(_, o)| o).collect()).await?;
+    let stored: Vec<Arc<Value>> = items.into_iter().map(|(_, o)| o).collect();
+    let objects = serve_all(app, info, &stored).await?;
     if r.wants_table() {
         let t = table(
             info,
@@ -196,6 +196,6 @@ pub async fn list(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
     Ok(json_response(200, &body, &[]))
 }
 
-fn items_last_key(_all: &[(String, Arc<Value>)], items: &[(String, Value)]) -> Option<String> {
+fn items_last_key(_all: &[(String, Arc<Value>)], items: &[(String, Arc<Value>)]) -> Option<String> {
     items.last().map(|(k, _)| k.clone())
 }

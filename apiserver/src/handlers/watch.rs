@@ -104,7 +104,7 @@ pub async fn watch(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
 
 /// Converts each event of a watch at a version the CRD's conversion webhook serves.
 fn converter(app: &Arc<App>, info: &Arc<ResourceInfo>) -> Option<Convert> {
-    if !crate::conversion::needs_webhook(info) {
+    if !crate::conversion::uses_webhook(info) {
         return None;
     }
     let (app, info) = (app.clone(), info.clone());
