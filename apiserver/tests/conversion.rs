@@ -87,16 +87,20 @@ async fn converter() -> (Hook, Arc<Mutex<Mode>>) {
 }
 
 /// gadgets.example.com: v1alpha1 (served, `spec.oldField`, `spec.size` defaults to 3)
-/// and v1 (served, storage, `spec.newField`), both with a status subresource.
+/// and v1 (served, storage, `spec.newField`), both with status and scale subresources.
 fn gadget_crd(hook: &Hook) -> Value {
     let version = |name: &str, field: &str, storage: bool| {
-        let mut props = json!({ field: { "type": "string" }, "size": { "type": "integer" } });
+        let mut props = json!({
+            field: { "type": "string" }, "size": { "type": "integer" }, "replicas": { "type": "integer" },
+        });
         if name == "v1alpha1" {
             props["size"]["default"] = json!(3);
         }
         json!({
             "name": name, "served": true, "storage": storage,
-            "subresources": { "status": {} },
+            "subresources": { "status": {}, "scale": {
+                "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+            }},
             "schema": { "openAPIV3Schema": { "type": "object", "properties": {
                 "spec": { "type": "object", "properties": props },
                 "status": { "type": "object", "x-kubernetes-preserve-unknown-fields": true },
@@ -265,6 +269,30 @@ async fn updates_and_patches_at_a_non_storage_version_convert_both_ways() {
     let stored = req(a, "GET", &format!("{V1}/g/status"), None).await.json();
     assert_eq!(stored["status"]["phase"], "Ready");
     assert_eq!(stored["spec"]["newField"], "applied", "{stored}");
+}
+
+#[tokio::test]
+async fn the_scale_subresource_at_a_non_storage_version_converts_both_ways() {
+    let (hook, _) = converter().await;
+    let s = server().await;
+    let a = s.addr();
+    install(a, &hook).await;
+    let body = gadget("v1", "g", json!({ "newField": "x", "replicas": 1 }));
+    assert_eq!(req(a, "POST", V1, Some(&body)).await.status, 201);
+    let scale = req(a, "GET", &format!("{V1ALPHA1}/g/scale"), None)
+        .await
+        .json();
+    assert_eq!(scale["spec"]["replicas"], 1, "{scale}");
+    assert_eq!(reviews(&hook), vec![("example.com/v1alpha1".into(), 1)]);
+    let mut scale = scale;
+    scale["spec"]["replicas"] = json!(5);
+    let r = req(a, "PUT", &format!("{V1ALPHA1}/g/scale"), Some(&scale)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["spec"]["replicas"], 5);
+    let stored = req(a, "GET", &format!("{V1}/g"), None).await.json();
+    assert_eq!(stored["spec"]["newField"], "x", "stored at v1: {stored}");
+    assert_eq!(stored["spec"]["replicas"], 5);
+    assert!(stored["spec"].get("oldField").is_none(), "{stored}");
 }
 
 #[tokio::test]
