@@ -525,6 +525,13 @@ async fn crd_conversion_settings_are_validated_as_kube() {
             "Invalid value: true: cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead",
         ]
     );
+    let mut http = gadget_crd(&hook);
+    http["spec"]["conversion"]["webhook"]["clientConfig"]["url"] = json!("http://127.0.0.1:1/x");
+    let st = assert_status(&req(a, "POST", CRDS, Some(&http)).await, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "CustomResourceDefinition.apiextensions.k8s.io \"gadgets.example.com\" is invalid: spec.conversion.webhookClientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]"
+    );
     // Stored with the service port defaulted, as kube.
     let mut svc = gadget_crd(&hook);
     svc["spec"]["conversion"]["webhook"]["clientConfig"] =
@@ -560,7 +567,8 @@ async fn call(
 }
 
 /// The same requests to the embedded server and to a real kube-apiserver get the same
-/// answers: create at v1alpha1 and read at v1, and a webhook answering Failure.
+/// answers: create at v1alpha1 and read at v1, and a webhook answering Failure, renaming
+/// the object or answering too many objects.
 #[gantry_test_support::backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn same_answers_as_kube_apiserver(backend: gantry_test_support::Backend) {
@@ -625,6 +633,26 @@ async fn same_answers_as_kube_apiserver(backend: gantry_test_support::Backend) {
         .unwrap_err(),
         failed("example.com/v1alpha1")
     );
+    for (m, what) in [
+        (
+            Mode::Rename,
+            "returned invalid object: must have the same name: g != other",
+        ),
+        (Mode::Twice, "returned 2 objects, expected 1"),
+    ] {
+        *mode.lock().unwrap() = m;
+        assert_eq!(
+            call(&client, "GET", &format!("{V1ALPHA1}/g"), None)
+                .await
+                .unwrap_err(),
+            (
+                500,
+                String::new(),
+                format!("conversion webhook for example.com/v1, Kind=Gadget {what}")
+            ),
+            "{m:?}"
+        );
+    }
     let (code, reason, _) = call(&client, "GET", &format!("{V1}/new"), None)
         .await
         .unwrap_err();

@@ -598,10 +598,11 @@ pub(crate) fn validate_client_config(
                 )),
                 Ok(uri) => {
                     if uri.scheme_str() != Some("https") {
+                        // kube 1.36 shows the scheme, with the format it wants.
                         out.push(invalid(
                             field.clone(),
-                            &shown,
-                            "'https' is the only allowed URL scheme",
+                            &format!("{:?}", uri.scheme_str().unwrap_or("")),
+                            "'https' is the only allowed URL scheme; desired format: https://host[/path]",
                         ));
                     }
                     if uri.host().is_none_or(str::is_empty) {
