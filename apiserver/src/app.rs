@@ -1,6 +1,7 @@
 //! Shared server state: the resource registry, the store, configuration, the write
 //! counter, and the wake-up signal of the background controllers.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -164,8 +165,33 @@ impl App {
     }
 }
 
-/// The object as served at `info`'s version: custom resources get the requested
-/// `apiVersion` (conversion None) and their schema defaults applied on read.
+/// A stored object as served at `info`'s version: converted (a CRD's conversion
+/// webhook, see [`crate::conversion`]), then [`present`]ed.
+pub async fn serve(app: &App, info: &ResourceInfo, obj: &Value) -> ApiResult<Value> {
+    if !crate::conversion::uses_webhook(info) {
+        return Ok(present(info, obj));
+    }
+    let obj = crate::conversion::to_version(app, info, obj.clone()).await?;
+    Ok(present(info, &obj))
+}
+
+/// A list's stored items as served at `info`'s version (each converted, as kube
+/// converts a list read from storage).
+pub async fn serve_all<T: Borrow<Value> + Sync>(
+    app: &App,
+    info: &ResourceInfo,
+    objs: &[T],
+) -> ApiResult<Vec<Value>> {
+    if !crate::conversion::uses_webhook(info) {
+        return Ok(objs.iter().map(|o| present(info, o.borrow())).collect());
+    }
+    let objs = objs.iter().map(|o| o.borrow().clone()).collect();
+    let objs = crate::conversion::to_versions(app, info, objs).await?;
+    Ok(objs.iter().map(|o| present(info, o)).collect())
+}
+
+/// The object as served at `info`'s version, once converted: custom resources get the
+/// requested `apiVersion` and their schema defaults applied on read.
 pub fn present(info: &ResourceInfo, obj: &Value) -> Value {
     if crate::objects::events::is_events_v1(info) {
         return crate::objects::events::from_core(obj);

@@ -182,6 +182,18 @@ pub fn admit(crd: &mut Value, old: Option<&Value>) -> ApiResult<()> {
             ));
         }
     }
+    if crd.pointer("/spec/conversion").is_none_or(Value::is_null) {
+        crd["spec"]["conversion"] = json!({ "strategy": "None" });
+    } else if let Some(c) = crd["spec"]["conversion"].as_object_mut() {
+        c.entry("strategy").or_insert_with(|| json!("None"));
+    }
+    if let Some(svc) = crd
+        .pointer_mut("/spec/conversion/webhook/clientConfig/service")
+        .and_then(Value::as_object_mut)
+    {
+        svc.entry("port").or_insert_with(|| json!(443));
+    }
+    causes.extend(crate::conversion::validation::causes(crd));
     if !causes.is_empty() {
         return Err(ApiError::invalid(
             GROUP,
@@ -196,9 +208,6 @@ pub fn admit(crd: &mut Value, old: Option<&Value>) -> ApiResult<()> {
     }
     if s(crd, "/spec/names/listKind").is_empty() {
         crd["spec"]["names"]["listKind"] = json!(format!("{kind}List"));
-    }
-    if crd.pointer("/spec/conversion").is_none() {
-        crd["spec"]["conversion"] = json!({ "strategy": "None" });
     }
     // The cleanup finalizer is added on delete (`with_cleanup_finalizer`), as kube does.
     // Status.
@@ -268,6 +277,7 @@ pub fn resources(crd: &Value) -> Vec<ResourceInfo> {
         .unwrap_or("")
         .to_string();
     let crd_name = s(crd, "/metadata/name").to_string();
+    let conversion = crate::conversion::Webhook::of_crd(crd);
     served
         .into_iter()
         .map(|v| {
@@ -305,6 +315,7 @@ pub fn resources(crd: &Value) -> Vec<ResourceInfo> {
                         .cloned()
                         .unwrap_or_default(),
                     crd_name: crd_name.clone(),
+                    conversion: conversion.clone(),
                 }),
                 storage_version: storage.clone(),
                 storage_group: group.clone(),

@@ -12,6 +12,7 @@
 //! - [`watch`]: open watches, the events offered to them, their bounds.
 //! - [`registry`]: which resources exist (built-ins from k8s-openapi, CRDs via [`crd`]).
 //! - [`admission`]: calls the admission webhooks of webhook configurations.
+//! - [`conversion`]: serves custom resources at other versions (CRD conversion webhooks).
 //! - [`gc`]: garbage collector, namespace and CRD cleanup controllers.
 //! - [`simulate`]: simulated workloads (a Node, Pods that become Ready, the workload
 //!   controllers' children and status), a client of the server that `gantry dev` runs.
@@ -21,6 +22,7 @@ pub mod admission;
 pub mod app;
 pub mod auth;
 pub mod config;
+pub mod conversion;
 pub mod crd;
 pub mod discovery;
 pub mod error;

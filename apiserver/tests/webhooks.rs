@@ -813,7 +813,7 @@ async fn invalid_configurations_are_rejected_and_defaults_applied() {
                 h["clientConfig"]["url"] = json!("http://127.0.0.1:1/x");
                 h
             },
-            "webhooks[0].clientConfig.url: Invalid value: \"http://127.0.0.1:1/x\": 'https' is the only allowed URL scheme",
+            "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]",
         ),
         (
             {

@@ -144,10 +144,35 @@ impl Clients {
         hook: &Webhook,
         body: Vec<u8>,
     ) -> Result<Vec<u8>, String> {
-        let timeout = hook.timeout;
-        let url = match &hook.endpoint {
+        self.post(store, &hook.endpoint, &hook.ca_bundle, hook.timeout, body)
+            .await
+            .map_err(|e| match e {
+                PostError::Setup(m) => m,
+                PostError::Timeout { url } => {
+                    format!("failed to call webhook: Post \"{url}\": context deadline exceeded")
+                }
+                PostError::Transport { url, message } => {
+                    format!("failed to call webhook: Post \"{url}\": {message}")
+                }
+                PostError::Status { code, .. } => format!(
+                    "failed to call webhook: the server responded with the status code {code} but did not return more information"
+                ),
+            })
+    }
+
+    /// POSTs JSON `body` to `endpoint?timeout=Ns`, trusting `ca_bundle`, within
+    /// `timeout`; the body of a 2xx answer.
+    pub async fn post(
+        &self,
+        store: &Store,
+        endpoint: &Endpoint,
+        ca_bundle: &[u8],
+        timeout: std::time::Duration,
+        body: Vec<u8>,
+    ) -> Result<Vec<u8>, PostError> {
+        let (client, url) = match endpoint {
             Endpoint::Url(u) => {
-                let (client, _) = self.client(&hook.ca_bundle, "")?;
+                let (client, _) = self.client(ca_bundle, "").map_err(PostError::Setup)?;
                 (client, u.clone())
             }
             Endpoint::Service {
@@ -157,8 +182,12 @@ impl Clients {
                 port,
             } => {
                 let host = format!("{name}.{namespace}.svc");
-                let (client, services) = self.client(&hook.ca_bundle, &format!("{host}:{port}"))?;
-                let addrs = resolve_service(store, namespace, name, *port).await?;
+                let (client, services) = self
+                    .client(ca_bundle, &format!("{host}:{port}"))
+                    .map_err(PostError::Setup)?;
+                let addrs = resolve_service(store, namespace, name, *port)
+                    .await
+                    .map_err(PostError::Setup)?;
                 services
                     .write()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -168,14 +197,16 @@ impl Clients {
                 (client, format!("https://{host}{path}"))
             }
         };
-        let (client, url) = url;
         let url = format!("{url}?timeout={}s", timeout.as_secs());
         let req = hyper::Request::post(&url)
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .header(hyper::header::ACCEPT, "application/json, */*")
             .header(hyper::header::USER_AGENT, "gantry-apiserver")
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| format!("failed to call webhook: {e}"))?;
+            .map_err(|e| PostError::Transport {
+                url: url.clone(),
+                message: e.to_string(),
+            })?;
         let exchange = async {
             let resp = client.request(req).await.map_err(|e| error_chain(&e))?;
             let status = resp.status();
@@ -192,22 +223,44 @@ impl Clients {
             Ok::<_, String>((status, collected.to_bytes()))
         };
         let (status, bytes) = match tokio::time::timeout(timeout, exchange).await {
-            Err(_) => {
-                return Err(format!(
-                    "failed to call webhook: Post \"{url}\": context deadline exceeded"
-                ));
-            }
-            Ok(Err(e)) => return Err(format!("failed to call webhook: Post \"{url}\": {e}")),
+            Err(_) => return Err(PostError::Timeout { url }),
+            Ok(Err(message)) => return Err(PostError::Transport { url, message }),
             Ok(Ok(r)) => r,
         };
         if !status.is_success() {
-            return Err(format!(
-                "failed to call webhook: the server responded with the status code {} but did not return more information",
-                status.as_u16()
-            ));
+            return Err(PostError::Status {
+                code: status.as_u16(),
+                body: bytes.to_vec(),
+            });
         }
         Ok(bytes.to_vec())
     }
+}
+
+/// Why a webhook POST failed.
+#[derive(Debug)]
+pub enum PostError {
+    /// No client for the caBundle, or the service did not resolve (the message).
+    Setup(String),
+    /// No answer within the timeout.
+    Timeout {
+        /// The URL called.
+        url: String,
+    },
+    /// The connection or the exchange failed.
+    Transport {
+        /// The URL called.
+        url: String,
+        /// What failed.
+        message: String,
+    },
+    /// A non-2xx answer.
+    Status {
+        /// HTTP status.
+        code: u16,
+        /// Its body.
+        body: Vec<u8>,
+    },
 }
 
 /// An error and its sources, `: `-joined (hyper's own Display is terse).

@@ -179,16 +179,7 @@ impl From<admreg::ValidatingWebhook> for Common {
 impl Common {
     fn into_webhook(self, kind: WebhookKind, configuration: &str) -> Webhook {
         let cc = self.client_config;
-        let endpoint = match (cc.url, cc.service) {
-            (Some(u), _) => Endpoint::Url(u),
-            (None, Some(s)) => Endpoint::Service {
-                namespace: s.namespace,
-                name: s.name,
-                path: s.path.unwrap_or_else(|| "/".into()),
-                port: s.port.and_then(|p| u16::try_from(p).ok()).unwrap_or(443),
-            },
-            (None, None) => Endpoint::Url(String::new()),
-        };
+        let endpoint = endpoint(&cc);
         let match_conditions = self
             .match_conditions
             .iter()
@@ -221,6 +212,20 @@ impl Common {
             reinvoke: self.reinvocation_policy.as_deref() == Some("IfNeeded"),
             match_conditions,
         }
+    }
+}
+
+/// Where a `clientConfig` points (url first, then service with kube's defaults).
+pub fn endpoint(cc: &admreg::WebhookClientConfig) -> Endpoint {
+    match (&cc.url, &cc.service) {
+        (Some(u), _) => Endpoint::Url(u.clone()),
+        (None, Some(s)) => Endpoint::Service {
+            namespace: s.namespace.clone(),
+            name: s.name.clone(),
+            path: s.path.clone().unwrap_or_else(|| "/".into()),
+            port: s.port.and_then(|p| u16::try_from(p).ok()).unwrap_or(443),
+        },
+        (None, None) => Endpoint::Url(String::new()),
     }
 }
 
@@ -571,7 +576,12 @@ fn validate_review_versions(v: &[String], path: &str, out: &mut Vec<Cause>) {
     }
 }
 
-fn validate_client_config(cc: &admreg::WebhookClientConfig, path: &str, out: &mut Vec<Cause>) {
+/// Validates a `clientConfig` at `path` as kube's `ValidateWebhookURL`/`Service` do.
+pub(crate) fn validate_client_config(
+    cc: &admreg::WebhookClientConfig,
+    path: &str,
+    out: &mut Vec<Cause>,
+) {
     match (&cc.url, &cc.service) {
         (Some(_), Some(_)) | (None, None) => out.push(required(
             path.to_string(),
@@ -588,10 +598,11 @@ fn validate_client_config(cc: &admreg::WebhookClientConfig, path: &str, out: &mu
                 )),
                 Ok(uri) => {
                     if uri.scheme_str() != Some("https") {
+                        // kube 1.36 shows the scheme, with the format it wants.
                         out.push(invalid(
                             field.clone(),
-                            &shown,
-                            "'https' is the only allowed URL scheme",
+                            &format!("{:?}", uri.scheme_str().unwrap_or("")),
+                            "'https' is the only allowed URL scheme; desired format: https://host[/path]",
                         ));
                     }
                     if uri.host().is_none_or(str::is_empty) {

@@ -10,7 +10,7 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use crate::admission::{self as adm, Attributes, Operation};
-use crate::app::{App, present};
+use crate::app::{App, serve, serve_all};
 use crate::error::{ApiError, ApiResult, success_status};
 use crate::http::request::ResourceRequest;
 use crate::http::respond::json_response;
@@ -222,7 +222,7 @@ fn attributes(r: &ResourceRequest, opts: &DeleteOptions, name: &str) -> Attribut
 /// Mutating then validating webhooks for deleting `live` (object null, oldObject the
 /// live object).
 async fn admit_delete(app: &Arc<App>, a: &Attributes, live: &Value) -> ApiResult<()> {
-    let old = present(&a.info, live);
+    let old = serve(app, &a.info, live).await?;
     adm::mutate(app, a, None, Some(&old)).await?;
     adm::validate(app, a, None, Some(&old)).await?;
     Ok(())
@@ -262,12 +262,12 @@ pub async fn delete(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     Ok(match out {
         Deleted::Pending(o) => {
             let stored = events.first().map_or(o, |e| (*e.object).clone());
-            json_response(200, &present(&info, &stored), &[])
+            json_response(200, &serve(app, &info, &stored).await?, &[])
         }
         Deleted::Gone(o) => {
             if returns_deleted_object(&info) {
                 let stored = events.first().map_or(o, |e| (*e.object).clone());
-                json_response(200, &present(&info, &stored), &[])
+                json_response(200, &serve(app, &info, &stored).await?, &[])
             } else {
                 let status = success_status(
                     &info.group,
@@ -344,7 +344,7 @@ pub async fn delete_collection(app: &Arc<App>, r: ResourceRequest) -> ApiResult<
             details: crate::error::Details::new(&info.group, &info.plural, ""),
         });
     };
-    let items: Vec<Value> = items.iter().map(|o| present(&info, o)).collect();
+    let items = serve_all(app, &info, &items).await?;
     let body = json!({
         "kind": format!("{}List", info.kind),
         "apiVersion": info.api_version(),

@@ -22,10 +22,10 @@ pub async fn dispatch(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response>
         r.check_field_manager()?;
     }
     match (r.verb, r.subresource.as_deref()) {
-        (Verb::Get, Some("scale")) => scale::get(app, &r),
+        (Verb::Get, Some("scale")) => scale::get(app, &r).await,
         (Verb::Update | Verb::Patch, Some("scale")) => scale::write(app, r).await,
-        (Verb::Get, _) => read::get(app, &r),
-        (Verb::List, None) => read::list(app, &r),
+        (Verb::Get, _) => read::get(app, &r).await,
+        (Verb::List, None) => read::list(app, &r).await,
         (Verb::Watch, None) => watch::watch(app, r).await,
         (Verb::Create, None) => write::create(app, r).await,
         (Verb::Update, _) => write::update(app, r).await,

@@ -6,7 +6,7 @@ use axum::response::Response;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::app::{App, present};
+use crate::app::{App, serve, serve_all};
 use crate::error::{ApiError, ApiResult};
 use crate::http::request::ResourceRequest;
 use crate::http::respond::json_response;
@@ -14,13 +14,13 @@ use crate::selectors::{FieldSelector, LabelSelector, Selectors};
 use crate::table::{IncludeObject, partial_object_metadata, table};
 
 /// GET one object.
-pub fn get(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
+pub async fn get(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
     let info = &r.info;
     let obj = app
         .store
         .get(&r.key())
         .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, r.name()))?;
-    let obj = present(info, &obj);
+    let obj = serve(app, info, &obj).await?;
     if r.wants_table() {
         let rv = obj
             .pointer("/metadata/resourceVersion")
@@ -74,7 +74,7 @@ fn encode_continue(c: &Continue) -> String {
 }
 
 /// LIST objects.
-pub fn list(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
+pub async fn list(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
     let info = &r.info;
     let sel = selectors(r)?;
     let limit: usize = match r.query.get("limit") {
@@ -141,7 +141,7 @@ pub fn list(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
             remaining += 1;
             continue;
         }
-        items.push((key.clone(), present(info, obj)));
+        items.push((key.clone(), obj.clone()));
     }
     let mut meta = json!({ "resourceVersion": rv.to_string() });
     if let Some(Some(last)) = next {
@@ -155,7 +155,8 @@ pub fn list(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
         // Tables do not).
         meta["continue"] = json!("");
     }
-    let objects: Vec<Value> = items.into_iter().map(|(_, o)| o).collect();
+    let stored: Vec<Arc<Value>> = items.into_iter().map(|(_, o)| o).collect();
+    let objects = serve_all(app, info, &stored).await?;
     if r.wants_table() {
         let t = table(
             info,
@@ -195,6 +196,6 @@ pub fn list(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
     Ok(json_response(200, &body, &[]))
 }
 
-fn items_last_key(_all: &[(String, Arc<Value>)], items: &[(String, Value)]) -> Option<String> {
+fn items_last_key(_all: &[(String, Arc<Value>)], items: &[(String, Arc<Value>)]) -> Option<String> {
     items.last().map(|(k, _)| k.clone())
 }

@@ -6,7 +6,7 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use crate::admission::{self as adm, Attributes, Operation};
-use crate::app::{App, present};
+use crate::app::{App, present, serve};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::http::body;
 use crate::http::request::ResourceRequest;
@@ -52,7 +52,7 @@ fn scale_of(info: &ResourceInfo, paths: &ScalePaths, obj: &Value) -> Value {
 }
 
 /// GET .../scale
-pub fn get(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
+pub async fn get(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
     let info = &r.info;
     let paths = info.scale.as_ref().expect("router checked scale");
     let obj = app
@@ -61,7 +61,7 @@ pub fn get(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
         .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, r.name()))?;
     Ok(json_response(
         200,
-        &scale_of(info, paths, &present(info, &obj)),
+        &scale_of(info, paths, &serve(app, info, &obj).await?),
         &[],
     ))
 }
@@ -125,7 +125,8 @@ pub async fn write(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
             .store
             .get(&key)
             .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, &name))?;
-        let old = (*live).clone();
+        // The object at the request's version: replicas paths are that version's.
+        let old = crate::conversion::to_version(app, &info, (*live).clone()).await?;
         let current = scale_of(&info, &paths, &present(&info, &old));
         let mut scale = requested_scale(&r, &current)?;
         if let Some(rv) = meta::meta_str(&scale, "resourceVersion").filter(|rv| !rv.is_empty())
@@ -162,6 +163,7 @@ pub async fn write(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
         if unchanged {
             return Ok(json_response(200, &current, &warnings));
         }
+        let new = crate::conversion::to_storage(app, &info, new).await?;
         let k2 = key.clone();
         let (done, events) = app
             .commit(move |view| {
@@ -182,7 +184,7 @@ pub async fn write(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
         let stored = events.first().map_or(new, |e| (*e.object).clone());
         return Ok(json_response(
             200,
-            &scale_of(&info, &paths, &present(&info, &stored)),
+            &scale_of(&info, &paths, &serve(app, &info, &stored).await?),
             &warnings,
         ));
     }

@@ -18,10 +18,11 @@ use tokio::sync::broadcast;
 use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::http::request::ResourceRequest;
+use crate::registry::ResourceInfo;
 use crate::table::IncludeObject;
 use crate::watch::encode::{Form, Format, error_line};
 use crate::watch::filter::Filter;
-use crate::watch::stream::{Options, lines};
+use crate::watch::stream::{Convert, Options, lines};
 use crate::watch::{Start, TooOld};
 
 /// GET ...?watch=1
@@ -96,8 +97,27 @@ pub async fn watch(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
         bookmark_every: app.config.bookmark_interval,
         timeout,
         stop: app.stop.clone(),
+        convert: converter(app, &r.info),
     };
     Ok(stream_response(Body::from_stream(lines(reg, options))))
+}
+
+/// Converts each event of a watch at a version the CRD's conversion webhook serves.
+fn converter(app: &Arc<App>, info: &Arc<ResourceInfo>) -> Option<Convert> {
+    if !crate::conversion::uses_webhook(info) {
+        return None;
+    }
+    let (app, info) = (app.clone(), info.clone());
+    Some(Arc::new(
+        move |obj: serde_json::Value| -> futures::future::BoxFuture<'static, _> {
+            let (app, info) = (app.clone(), info.clone());
+            Box::pin(async move {
+                crate::conversion::to_version(&app, &info, obj)
+                    .await
+                    .map_err(|e| e.to_status())
+            })
+        },
+    ))
 }
 
 /// How long a watch waits for a future resourceVersion (kube's cacher: 3 s).

@@ -12,7 +12,7 @@ use axum::response::Response;
 use serde_json::Value;
 
 use crate::admission::{self as adm, Attributes, Operation};
-use crate::app::{App, present};
+use crate::app::{App, present, serve};
 use crate::error::{ApiError, ApiResult, Details};
 use crate::http::body;
 use crate::http::request::ResourceRequest;
@@ -190,9 +190,11 @@ pub(super) async fn admit_new(
     Ok((crate::objects::events::to_storage(info, obj), warnings))
 }
 
-/// Stores a new object unless one with its name exists (or its namespace is gone).
-/// Returns the stored object (with its resourceVersion).
+/// Stores a new object (converted to the storage version) unless one with its name
+/// exists (or its namespace is gone). Returns the stored object (with its
+/// resourceVersion).
 pub(super) async fn commit_create(app: &Arc<App>, ctx: &WriteCtx, obj: Value) -> ApiResult<Value> {
+    let obj = crate::conversion::to_storage(app, &ctx.info, obj).await?;
     let ctx = ctx.clone();
     let (obj, events) = app
         .commit(move |view| {
@@ -223,7 +225,11 @@ pub async fn create(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     let obj = body::object(&r.content_type(), &r.body)?;
     let (obj, warnings) = admit_new(app, &ctx, obj, None).await?;
     let stored = commit_create(app, &ctx, obj).await?;
-    Ok(json_response(201, &present(&ctx.info, &stored), &warnings))
+    Ok(json_response(
+        201,
+        &serve(app, &ctx.info, &stored).await?,
+        &warnings,
+    ))
 }
 
 /// How a write changes the live object.
@@ -376,7 +382,11 @@ async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResul
                     let (obj, warnings) =
                         super::apply::apply_create(app, &ctx, body.clone(), *force).await?;
                     match commit_create(app, &ctx, obj).await {
-                        Ok(stored) => Ok(json_response(201, &present(&info, &stored), &warnings)),
+                        Ok(stored) => Ok(json_response(
+                            201,
+                            &serve(app, &info, &stored).await?,
+                            &warnings,
+                        )),
                         // Created meanwhile: apply again, as an update.
                         Err(ApiError::AlreadyExists { .. }) => continue,
                         Err(e) => Err(e),
@@ -385,13 +395,14 @@ async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResul
                 _ => Err(ApiError::not_found(&info.group, &info.plural, &ctx.name)),
             };
         };
-        let current = present(&info, &old);
+        let current = serve(app, &info, &old).await?;
         let (candidate, managed) = apply_change(&ctx, &current, change.clone())?;
         let (new, warnings) = finish_update(app, &ctx, &current, candidate, managed).await?;
         let Some(new) = new else {
             return Ok(json_response(200, &current, &warnings));
         };
         let new = crate::objects::events::to_storage(&info, new);
+        let new = crate::conversion::to_storage(app, &info, new).await?;
         let remove = meta::is_deleting(&new)
             && meta::finalizers(&new).is_empty()
             && !crate::strategy::holds_deletion(&info, &new);
@@ -414,7 +425,11 @@ async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResul
         };
         // Return what was stored (with its resourceVersion).
         let stored = events.first().map_or(new, |e| (*e.object).clone());
-        return Ok(json_response(200, &present(&info, &stored), &warnings));
+        return Ok(json_response(
+            200,
+            &serve(app, &info, &stored).await?,
+            &warnings,
+        ));
     }
     Err(ApiError::stale(&info.group, &info.plural, &ctx.name))
 }

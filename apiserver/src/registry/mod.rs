@@ -31,6 +31,8 @@ pub struct CrdVersion {
     pub printer_columns: Vec<Value>,
     /// The CRD's name (`plural.group`).
     pub crd_name: String,
+    /// The conversion webhook (None: strategy `None`).
+    pub conversion: Option<Arc<crate::conversion::Webhook>>,
 }
 
 /// Converts a JSON object through a built-in's typed representation. Returns the

@@ -5,14 +5,22 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use futures::Stream;
+use futures::future::BoxFuture;
+use serde_json::Value;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
-use super::encode::{Form, Format};
+use super::encode::{Form, Format, error_line};
 use super::hub::Registration;
 use super::initial::Item;
 use super::watcher::Next;
+
+/// Converts a stored object to the watch's version (a CRD's conversion webhook); the
+/// error is the Status of an ERROR event, after which the watch ends.
+pub type Convert = Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, Value>> + Send + Sync>;
 
 /// The per-watch settings of a response.
 pub struct Options {
@@ -26,6 +34,9 @@ pub struct Options {
     pub timeout: Option<Duration>,
     /// Becomes true when the server shuts down.
     pub stop: tokio::sync::watch::Receiver<bool>,
+    /// Converts each object first (None: stored objects are at the watch's version,
+    /// or need only [`Format`]'s relabelling).
+    pub convert: Option<Convert>,
 }
 
 struct Session {
@@ -38,6 +49,7 @@ struct Session {
     initial_done: bool,
     /// Whether a Table's column definitions were sent (only the first Table has them).
     columns_sent: bool,
+    convert: Option<Convert>,
 }
 
 /// The lines of a registered watch; the watch leaves the hub when the stream ends or
@@ -54,6 +66,7 @@ pub fn lines(reg: Registration, o: Options) -> impl Stream<Item = std::io::Resul
         stop: o.stop,
         initial_done: false,
         columns_sent: false,
+        convert: o.convert,
     };
     futures::stream::unfold(session, |mut s| async move {
         s.next_line().await.map(|line| (Ok(line), s))
@@ -72,13 +85,46 @@ impl Session {
         *self.stop.borrow() || self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
+    /// The line of a converting watch's object (an ERROR line when conversion fails).
+    async fn converted_line(
+        &mut self,
+        convert: &Convert,
+        kind: crate::storage::EventType,
+        obj: &Value,
+    ) -> Bytes {
+        match convert(obj.clone()).await {
+            Ok(obj) => {
+                let columns = self.columns();
+                self.format.object_line(kind, &obj, columns)
+            }
+            Err(status) => {
+                // The ERROR event is the last line: the watch ends now.
+                self.deadline = Some(Instant::now());
+                error_line(&status)
+            }
+        }
+    }
+
     /// The next initial line; None when the initial items are all sent.
-    fn next_initial(&mut self) -> Option<Bytes> {
-        let watcher = &self.reg.watcher;
+    async fn next_initial(&mut self) -> Option<Bytes> {
         loop {
+            let watcher = &self.reg.watcher;
             let mut initial = watcher.take_initial()?;
             let item = initial.next(&watcher.filter)?;
             watcher.put_initial(initial);
+            if let Some(convert) = self.convert.clone() {
+                let found = match &item {
+                    Item::Object(obj) => Some((crate::storage::EventType::Added, obj.clone())),
+                    Item::Event(e) => match watcher.filter.event_type(e) {
+                        Some(kind) => Some((kind, e.object.clone())),
+                        None => continue,
+                    },
+                    Item::EndBookmark(_) => None,
+                };
+                if let Some((kind, obj)) = found {
+                    return Some(self.converted_line(&convert, kind, &obj).await);
+                }
+            }
             let line = match item {
                 Item::Object(obj) => {
                     let columns = self.columns();
@@ -104,7 +150,7 @@ impl Session {
                 return None;
             }
             if !self.initial_done {
-                if let Some(line) = self.next_initial() {
+                if let Some(line) = self.next_initial().await {
                     return Some(line);
                 }
                 self.initial_done = true;
@@ -113,6 +159,10 @@ impl Session {
             match self.reg.watcher.next() {
                 Next::Closed => return None,
                 Next::Event(q) => {
+                    if let Some(convert) = self.convert.clone() {
+                        let obj = q.event.event.object.clone();
+                        return Some(self.converted_line(&convert, q.kind, &obj).await);
+                    }
                     let columns = self.columns();
                     return Some(q.event.line(&self.format, q.kind, columns));
                 }
