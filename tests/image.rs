@@ -3,24 +3,30 @@
 //! registry. What is checked comes from the registry's HTTP API (curl) and
 //! GNU tar, not from crane: the digest, the config (non-root user,
 //! entrypoint), the layer (no shell, root-owned files) and the binary
-//! (static, and it runs). deploy/Dockerfile must describe the same image.
+//! (static, built for the image's architecture, and it runs). deploy/Dockerfile
+//! must describe the same image. The multi-arch image (an index of amd64 and
+//! arm64) costs a cross build of gantry and is built only with
+//! `GANTRY_TEST_MULTIARCH=1`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use gantry_tests::sources::Registry;
-use gantry_tests::tools::{build_image, repo_root, run};
+use gantry_tests::tools::{build_image, build_image_for, repo_root, run};
 use serde_json::{Value, json};
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+const DOCKER_MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
 
-/// GET `http://HOST/v2/PATH` into `out`; the response headers.
+/// GET `http://HOST/v2/PATH` into `out`; the response headers. A manifest
+/// is asked for as an OCI manifest or index, or a Docker manifest list.
 fn registry_get(host: &str, path: &str, out: &Path) -> String {
     run(Command::new("curl").args([
         "-sS",
         "--fail",
         "-H",
-        &format!("Accept: {OCI_MANIFEST}"),
+        &format!("Accept: {OCI_MANIFEST}, {OCI_INDEX}, {DOCKER_MANIFEST_LIST}"),
         "-D",
         "-",
         "-o",
@@ -32,6 +38,35 @@ fn registry_get(host: &str, path: &str, out: &Path) -> String {
 fn sha256_of(path: &Path) -> String {
     let out = run(Command::new("sha256sum").arg(path));
     format!("sha256:{}", out.split_whitespace().next().unwrap())
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The manifest (or index) tagged `tag` in `HOST/gantry`, into `out`. The
+/// registry serves it with the digest `scripts/image` printed (`pinned`),
+/// and that digest is the document's own sha256.
+fn get_tag(host: &str, tag: &str, pinned: &str, out: &Path) -> Value {
+    let headers = registry_get(host, &format!("gantry/manifests/{tag}"), out);
+    let served = headers
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("docker-content-digest:")
+                .then(|| l.split_once(':').unwrap().1.trim().to_string())
+        })
+        .expect("Docker-Content-Digest");
+    assert_eq!(pinned, format!("{host}/gantry@{served}"));
+    assert_eq!(sha256_of(out), served);
+    read_json(out)
+}
+
+/// A manifest or blob of `HOST/gantry` by digest, into `out`, checked
+/// against the digest.
+fn get_by_digest(host: &str, kind: &str, digest: &str, out: &Path) {
+    registry_get(host, &format!("gantry/{kind}/{digest}"), out);
+    assert_eq!(sha256_of(out), digest, "gantry/{kind}/{digest}");
 }
 
 /// Whether an ELF file asks for a program interpreter (`PT_INTERP`): every
@@ -48,12 +83,34 @@ fn has_interpreter(elf: &[u8]) -> bool {
     })
 }
 
+/// The machine an ELF file is for (`e_machine`).
+fn elf_machine(elf: &[u8]) -> u16 {
+    assert_eq!(&elf[..4], b"\x7fELF", "not an ELF file");
+    u16::from_le_bytes([elf[0x12], elf[0x13]])
+}
+
+/// The ELF machine of an OCI architecture: `EM_X86_64`, `EM_AARCH64`.
+fn elf_machine_of(architecture: &str) -> u16 {
+    match architecture {
+        "amd64" => 62,
+        "arm64" => 183,
+        other => panic!("no ELF machine known for {other}"),
+    }
+}
+
 #[test]
-fn elf_interpreter_is_detected() {
-    // The check below must be able to fail: the test binary itself is
-    // dynamically linked (glibc), so it has an interpreter.
+fn elf_checks_can_fail() {
+    // The checks below must be able to fail: the test binary itself is
+    // dynamically linked (glibc), so it has an interpreter, and it is for
+    // this machine.
     let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
     assert!(has_interpreter(&me));
+    let here = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => panic!("no OCI architecture known for {other}"),
+    };
+    assert_eq!(elf_machine(&me), elf_machine_of(here));
 }
 
 /// The final stage of deploy/Dockerfile: its instructions after the last
@@ -70,49 +127,33 @@ fn dockerfile_final_stage() -> Vec<String> {
     lines[last_from..].to_vec()
 }
 
-#[tokio::test]
-async fn image_is_built_and_pushed_without_docker() {
-    let Some(registry) = Registry::start().await else {
-        return;
-    };
-    let host = &registry.host;
-    let pinned = build_image(&format!("{host}/gantry:test"));
-
-    // The digest printed is the one the registry serves for the tag, and
-    // the manifest's own sha256.
-    let dir = tempfile::tempdir().unwrap();
-    let manifest_file = dir.path().join("manifest.json");
-    let headers = registry_get(host, "gantry/manifests/test", &manifest_file);
-    let served = headers
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .starts_with("docker-content-digest:")
-                .then(|| l.split_once(':').unwrap().1.trim().to_string())
-        })
-        .expect("Docker-Content-Digest");
-    assert_eq!(pinned, format!("{host}/gantry@{served}"));
-    assert_eq!(sha256_of(&manifest_file), served);
-
-    let manifest: Value = serde_json::from_slice(&std::fs::read(&manifest_file).unwrap()).unwrap();
+/// The image with manifest `digest` in `HOST/gantry`, for `linux/ARCH`,
+/// fetched and unpacked into `dir`: one layer; a config for the platform,
+/// non-root, with the entrypoint and command; a layer of exactly the tree
+/// `scripts/image rootfs` makes, all owned by root, no shell; a static
+/// binary for the architecture. The config's `config` and the binary's path.
+fn check_image(host: &str, digest: &str, arch: &str, dir: &Path) -> (Value, PathBuf) {
+    let manifest_file = dir.join("manifest.json");
+    get_by_digest(host, "manifests", digest, &manifest_file);
+    let manifest = read_json(&manifest_file);
     assert_eq!(manifest["mediaType"], OCI_MANIFEST);
     let layers = manifest["layers"].as_array().unwrap();
     assert_eq!(layers.len(), 1, "one layer: {manifest}");
 
-    // The config: non-root, the entrypoint and command, the platform.
-    let config_file = dir.path().join("config.json");
+    // The config: the platform, non-root, the entrypoint and command.
+    let config_file = dir.join("config.json");
     let config_digest = manifest["config"]["digest"].as_str().unwrap();
-    registry_get(host, &format!("gantry/blobs/{config_digest}"), &config_file);
-    assert_eq!(sha256_of(&config_file), config_digest);
-    let config: Value = serde_json::from_slice(&std::fs::read(&config_file).unwrap()).unwrap();
+    get_by_digest(host, "blobs", config_digest, &config_file);
+    let config = read_json(&config_file);
     assert_eq!(
         (&config["os"], &config["architecture"]),
-        (&json!("linux"), &json!("amd64"))
+        (&json!("linux"), &json!(arch))
     );
     let c = &config["config"];
     assert_eq!(c["User"], "65532:65532");
     assert_eq!(c["Entrypoint"], json!(["/usr/local/bin/gantry"]));
     assert_eq!(c["Cmd"], json!(["run"]));
+    assert_eq!(c["WorkingDir"], "/");
     assert!(
         c["Env"]
             .as_array()
@@ -123,10 +164,13 @@ async fn image_is_built_and_pushed_without_docker() {
 
     // The layer: exactly the tree `scripts/image rootfs` makes, all owned by
     // root (as a Dockerfile COPY makes them), and no shell anywhere.
-    let layer_file = dir.path().join("layer.tar.gz");
-    let layer_digest = layers[0]["digest"].as_str().unwrap();
-    registry_get(host, &format!("gantry/blobs/{layer_digest}"), &layer_file);
-    assert_eq!(sha256_of(&layer_file), layer_digest);
+    let layer_file = dir.join("layer.tar.gz");
+    get_by_digest(
+        host,
+        "blobs",
+        layers[0]["digest"].as_str().unwrap(),
+        &layer_file,
+    );
     let listing = run(Command::new("tar")
         .args(["--list", "--verbose", "--numeric-owner", "--gzip", "--file"])
         .arg(&layer_file));
@@ -156,7 +200,7 @@ async fn image_is_built_and_pushed_without_docker() {
         .collect();
     assert_eq!(entries, expected, "no shell, nothing else: {listing}");
 
-    let root = dir.path().join("rootfs");
+    let root = dir.join("rootfs");
     std::fs::create_dir(&root).unwrap();
     run(Command::new("tar")
         .args(["--extract", "--gzip", "--file"])
@@ -169,13 +213,58 @@ async fn image_is_built_and_pushed_without_docker() {
         "{passwd}"
     );
     let binary = root.join("usr/local/bin/gantry");
-    assert!(
-        !has_interpreter(&std::fs::read(&binary).unwrap()),
-        "gantry is not static"
+    let elf = std::fs::read(&binary).unwrap();
+    assert_eq!(elf_machine(&elf), elf_machine_of(arch), "gantry for {arch}");
+    assert!(!has_interpreter(&elf), "gantry for {arch} is not static");
+    (c.clone(), binary)
+}
+
+/// `gantry --version` and `gantry run --help` succeed, run by `emulator`
+/// (`qemu-aarch64`) or natively. A static binary runs without libc.
+fn check_runs(binary: &Path, emulator: Option<&Path>) {
+    let gantry = |args: &[&str]| {
+        let mut command = match emulator {
+            Some(emulator) => {
+                let mut command = Command::new(emulator);
+                command.arg(binary);
+                command
+            }
+            None => Command::new(binary),
+        };
+        run(command.args(args))
+    };
+    let version = gantry(&["--version"]);
+    assert_eq!(
+        version.trim(),
+        format!("gantry {}", env!("CARGO_PKG_VERSION")),
+        "{binary:?}"
     );
-    // A static binary runs anywhere on this architecture, without libc.
-    let help = run(Command::new(&binary).arg("run").arg("--help"));
+    let help = gantry(&["run", "--help"]);
     assert!(help.contains("--leader-elect"), "{help}");
+}
+
+/// The first of `names` on PATH.
+fn on_path(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| names.iter().map(move |name| dir.join(name)))
+        .find(|p| p.is_file())
+}
+
+#[tokio::test]
+async fn image_is_built_and_pushed_without_docker() {
+    let Some(registry) = Registry::start().await else {
+        return;
+    };
+    let host = &registry.host;
+    let pinned = build_image(&format!("{host}/gantry:test"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = get_tag(host, "test", &pinned, &dir.path().join("tagged.json"));
+    assert_eq!(manifest["mediaType"], OCI_MANIFEST);
+    let digest = pinned.split_once('@').unwrap().1;
+    let (_, binary) = check_image(host, digest, "amd64", dir.path());
+    check_runs(&binary, None);
 
     // deploy/Dockerfile's final stage is this image: the same tree (from
     // `scripts/image rootfs`, copied whole) and the same config.
@@ -191,7 +280,72 @@ async fn image_is_built_and_pushed_without_docker() {
             r#"CMD ["run"]"#,
         ]
     );
-    assert_eq!(c["WorkingDir"], "/");
     let dockerfile = std::fs::read_to_string(repo_root().join("deploy/Dockerfile")).unwrap();
     assert!(dockerfile.contains("scripts/image rootfs /rootfs \"$binary\""));
+}
+
+/// `--platform linux/amd64,linux/arm64`: the tag is an index of one image per
+/// platform, each checked as above, the same but for the architecture; the
+/// arm64 binary runs under qemu-aarch64 where it is installed.
+#[tokio::test]
+async fn multi_arch_image_is_an_index_of_amd64_and_arm64() {
+    if std::env::var("GANTRY_TEST_MULTIARCH").as_deref() != Ok("1") {
+        eprintln!(
+            "SKIPPED: the multi-arch image needs a cross build of gantry for arm64 \
+             (16 CPU-minutes cold); GANTRY_TEST_MULTIARCH=1 runs it"
+        );
+        return;
+    }
+    let Some(registry) = Registry::start().await else {
+        return;
+    };
+    let host = &registry.host;
+    let pinned = build_image_for(
+        &format!("{host}/gantry:multi"),
+        &["linux/amd64", "linux/arm64"],
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let index = get_tag(host, "multi", &pinned, &dir.path().join("index.json"));
+    let media_type = index["mediaType"].as_str().unwrap_or_default();
+    assert!(
+        [OCI_INDEX, DOCKER_MANIFEST_LIST].contains(&media_type),
+        "not an index: {index}"
+    );
+    let manifests = index["manifests"].as_array().unwrap();
+    let platforms: Vec<(&str, &str)> = manifests
+        .iter()
+        .map(|m| {
+            let p = &m["platform"];
+            (
+                p["os"].as_str().unwrap(),
+                p["architecture"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        platforms,
+        [("linux", "amd64"), ("linux", "arm64")],
+        "{index}"
+    );
+
+    let mut configs = vec![];
+    for (manifest, (_, arch)) in manifests.iter().zip(&platforms) {
+        let arch_dir = dir.path().join(arch);
+        std::fs::create_dir(&arch_dir).unwrap();
+        let digest = manifest["digest"].as_str().unwrap();
+        let (config, binary) = check_image(host, digest, arch, &arch_dir);
+        if *arch == "amd64" {
+            check_runs(&binary, None);
+        } else if let Some(qemu) = on_path(&["qemu-aarch64", "qemu-aarch64-static"]) {
+            check_runs(&binary, Some(&qemu));
+        } else {
+            eprintln!(
+                "qemu-aarch64 is not installed (Debian: qemu-user): the arm64 binary is checked as an ELF file only"
+            );
+        }
+        configs.push(config);
+    }
+    // User, entrypoint, command, environment, labels: all the same.
+    assert_eq!(configs[0], configs[1]);
 }

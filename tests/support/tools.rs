@@ -111,10 +111,18 @@ impl Default for Helm {
 /// cheap to build cold; `scripts/test` builds it first) and push it to
 /// `reference`; the `REPO@sha256:...` the command printed last.
 pub fn build_image(reference: &str) -> String {
+    build_image_for(reference, &["linux/amd64"])
+}
+
+/// [`build_image`] for `platforms` (`linux/amd64`, `linux/arm64`): with more
+/// than one, `reference` is an index of one image per platform.
+pub fn build_image_for(reference: &str, platforms: &[&str]) -> String {
     let out = run(Command::new(repo_root().join("scripts/image")).args([
         "build",
         "--profile",
         "image-ci",
+        "--platform",
+        &platforms.join(","),
         "--push",
         reference,
     ]));
