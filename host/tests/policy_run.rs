@@ -55,8 +55,10 @@ async fn gantry_run_serves_policies_and_keeps_the_configurations_in_sync(backend
         if let Some(rest) = line.split("http://").nth(1) {
             metrics = rest.strip_suffix("/metrics").map(str::to_string);
         }
-        if let Some(rest) = line.split("admission webhooks at ").nth(1) {
-            webhooks = rest.strip_suffix("/policies/<name>").map(str::to_string);
+        if let Some(rest) = line.split("webhooks at ").nth(1) {
+            webhooks = rest
+                .strip_suffix("/policies/<name> and /convert/<crd>")
+                .map(str::to_string);
         }
     }
     std::thread::spawn(move || for _ in lines {});
