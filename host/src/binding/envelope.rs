@@ -126,6 +126,19 @@ pub fn check_source(
     source.map(|s| s.check(pinned)).transpose()
 }
 
+/// Check a document's `sha256` pin (64 lowercase hex digits) and its
+/// `source` (which a URL source needs the pin for): `Err` is (field,
+/// message).
+pub fn check_pin_and_source(
+    sha256: Option<&str>,
+    source: Option<&SourceSpec>,
+) -> Result<(), (String, String)> {
+    if sha256.is_some_and(|sha| !is_sha256_hex(sha)) {
+        return Err(("sha256".into(), "must be 64 lowercase hex digits".into()));
+    }
+    check_source(source, sha256.is_some()).map(|_| ())
+}
+
 /// The component a ConfigMap carries in `binaryData` (raw, or
 /// zstd-compressed), checked against `pin` when given.
 pub fn inline(cm: &ConfigMap, pin: Option<&str>) -> Result<PluginBytes, EnvelopeError> {

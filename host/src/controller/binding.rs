@@ -349,12 +349,7 @@ pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
         http.check()
             .map_err(|(path, message)| field(&path, message))?;
     }
-    if let Some(sha) = &spec.sha256
-        && !is_sha256_hex(sha)
-    {
-        return Err(field("sha256", "must be 64 lowercase hex digits"));
-    }
-    envelope::check_source(spec.source.as_ref(), spec.sha256.is_some())
+    envelope::check_pin_and_source(spec.sha256.as_deref(), spec.source.as_ref())
         .map_err(|(path, message)| field(&path, message))?;
     Ok(spec)
 }

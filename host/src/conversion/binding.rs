@@ -17,7 +17,7 @@ use thiserror::Error;
 use gantry_apiserver::objects::meta::is_dns_subdomain;
 
 pub use crate::binding::LimitsSpec;
-use crate::binding::envelope::{self, is_sha256_hex};
+use crate::binding::envelope;
 use crate::binding::source::SourceSpec;
 use crate::runtime::Limits;
 
@@ -153,12 +153,7 @@ pub fn parse_spec(text: &str) -> Result<ConverterSpec, ConverterBindingError> {
             ),
         ));
     }
-    if let Some(sha) = &spec.sha256
-        && !is_sha256_hex(sha)
-    {
-        return Err(field("sha256", "must be 64 lowercase hex digits"));
-    }
-    envelope::check_source(spec.source.as_ref(), spec.sha256.is_some())
+    envelope::check_pin_and_source(spec.sha256.as_deref(), spec.source.as_ref())
         .map_err(|(path, message)| field(&path, message))?;
     Ok(spec)
 }

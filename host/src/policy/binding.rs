@@ -18,7 +18,7 @@ use gantry_apiserver::objects::meta::is_dns_label;
 use k8s_openapi::api::admissionregistration::v1::RuleWithOperations;
 
 pub use crate::binding::LimitsSpec;
-use crate::binding::envelope::{self, Component, EnvelopeError, PluginBytes, is_sha256_hex};
+use crate::binding::envelope::{self, Component, EnvelopeError, PluginBytes};
 use crate::binding::source::SourceSpec;
 use crate::runtime::Limits;
 
@@ -387,12 +387,7 @@ pub fn parse_spec(text: &str) -> Result<PolicySpec, PolicyBindingError> {
             ),
         ));
     }
-    if let Some(sha) = &spec.sha256
-        && !is_sha256_hex(sha)
-    {
-        return Err(field("sha256", "must be 64 lowercase hex digits"));
-    }
-    envelope::check_source(spec.source.as_ref(), spec.sha256.is_some())
+    envelope::check_pin_and_source(spec.sha256.as_deref(), spec.source.as_ref())
         .map_err(|(path, message)| field(&path, message))?;
     Ok(spec)
 }
