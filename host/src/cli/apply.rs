@@ -17,8 +17,8 @@ pub struct ApplyArgs {
     /// (.wasm, with --binding).
     #[arg(default_value = ".")]
     path: PathBuf,
-    /// The binding or policy document (default: the project's binding.yaml,
-    /// else its policy.yaml).
+    /// The binding, policy or converter document (default: the project's
+    /// binding.yaml, policy.yaml or converter.yaml).
     #[arg(long)]
     binding: Option<PathBuf>,
     /// CRDs to install first (default: the project's, derived from its
@@ -111,11 +111,16 @@ fn publication(args: &ApplyArgs) -> anyhow::Result<Publication> {
     let project = args.path.is_dir().then_some(args.path.as_path());
     let document_path = match (&args.binding, project) {
         (Some(path), _) => path.clone(),
-        (None, Some(dir)) => ["binding.yaml", "policy.yaml"]
+        (None, Some(dir)) => ["binding.yaml", "policy.yaml", "converter.yaml"]
             .iter()
             .map(|name| dir.join(name))
             .find(|path| path.is_file())
-            .with_context(|| format!("{} has no binding.yaml or policy.yaml", dir.display()))?,
+            .with_context(|| {
+                format!(
+                    "{} has no binding.yaml, policy.yaml or converter.yaml",
+                    dir.display()
+                )
+            })?,
         (None, None) => anyhow::bail!(
             "{} is a component: say what binds it with --binding",
             args.path.display()
@@ -134,7 +139,9 @@ fn publication(args: &ApplyArgs) -> anyhow::Result<Publication> {
         .or_else(|| document.pinned_sha256().map(str::to_string));
     let crds = if args.crd.is_empty() {
         match (project, &document) {
-            (Some(dir), Document::Binding { .. }) => crate::toolchain::crd::of_project(dir)?,
+            (Some(dir), Document::Binding { .. } | Document::Converter { .. }) => {
+                crate::toolchain::crd::of_project(dir)?
+            }
             _ => Vec::new(),
         }
     } else {

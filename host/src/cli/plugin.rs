@@ -64,8 +64,12 @@ pub enum Lang {
 #[derive(Debug, Args)]
 pub struct NewArgs {
     /// The plugin's language.
-    #[arg(long, value_enum)]
-    lang: Lang,
+    #[arg(long, value_enum, required_unless_present = "converter")]
+    lang: Option<Lang>,
+    /// Scaffold a CRD converter (`converter.yaml`, a two-version CRD,
+    /// `gantry convert run`) instead of a reconcile plugin; Rust only.
+    #[arg(long)]
+    converter: bool,
     /// The plugin's name (a DNS label; also the binding's name).
     name: String,
     /// Where to create it (default: ./NAME); must be missing or empty.
@@ -187,18 +191,32 @@ pub fn run(command: PluginCommand) -> ExitCode {
 }
 
 fn new_project(args: &NewArgs) -> ExitCode {
-    let language = match args.lang {
-        Lang::Rust => toolchain::Language::Rust,
-        Lang::Js => toolchain::Language::JavaScript,
-        Lang::Python => toolchain::Language::Python,
-        Lang::C => toolchain::Language::C,
-        Lang::Go => toolchain::Language::Go,
-    };
     let dir = args
         .dir
         .clone()
         .unwrap_or_else(|| PathBuf::from(&args.name));
-    match toolchain::scaffold::new_plugin(language, &args.name, &dir, args.sdk.as_deref()) {
+    let written = match (args.converter, args.lang) {
+        (true, None | Some(Lang::Rust)) => {
+            toolchain::scaffold::new_converter(&args.name, &dir, args.sdk.as_deref())
+        }
+        (true, Some(_)) => {
+            return fail(
+                2,
+                &"converters are scaffolded in Rust only (--lang rust); in another language, build the `converter` world of wit/gantry.wit",
+            );
+        }
+        (false, lang) => {
+            let language = match lang.unwrap_or(Lang::Rust) {
+                Lang::Rust => toolchain::Language::Rust,
+                Lang::Js => toolchain::Language::JavaScript,
+                Lang::Python => toolchain::Language::Python,
+                Lang::C => toolchain::Language::C,
+                Lang::Go => toolchain::Language::Go,
+            };
+            toolchain::scaffold::new_plugin(language, &args.name, &dir, args.sdk.as_deref())
+        }
+    };
+    match written {
         Ok(files) => {
             for file in files {
                 println!("{}", file.display());

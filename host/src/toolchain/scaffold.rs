@@ -1,12 +1,14 @@
 //! `gantry plugin new`: a working plugin project in Rust, JavaScript,
-//! Python, C or Go, from the templates in `host/templates/` (embedded in the
-//! binary).
+//! Python, C or Go, or a CRD converter in Rust, from the templates in
+//! `host/templates/` (embedded in the binary).
 //!
-//! Every project has the contract (`wit/gantry.wit`), a sample parent and
-//! config (`examples/`), the answer they should get (`expected.yaml`), a
-//! test (`test.sh`: build, `gantry plugin run`, compare), a `binding.yaml`
-//! and a README. The sample plugin greets: a parent with `spec.who` wants a
-//! ConfigMap `<name>-greeting`.
+//! Every reconcile project has the contract (`wit/gantry.wit`), a sample
+//! parent and config (`examples/`), the answer they should get
+//! (`expected.yaml`), a test (`test.sh`: build, `gantry plugin run`,
+//! compare), a `binding.yaml` and a README. The sample plugin greets: a
+//! parent with `spec.who` wants a ConfigMap `<name>-greeting`. A converter
+//! project has the same shape around `converter.yaml`, a two-version CRD
+//! and `gantry convert run --round-trip`.
 
 use std::path::{Path, PathBuf};
 
@@ -154,6 +156,56 @@ const GO: &[TemplateFile] = &[
     ),
 ];
 
+/// A CRD converter in Rust (Greeting v1alpha1 ↔ v1).
+const CONVERTER: &[TemplateFile] = &[
+    (
+        "README.md",
+        include_str!("../../templates/converter/README.md"),
+        false,
+    ),
+    (
+        "Cargo.toml",
+        include_str!("../../templates/converter/Cargo.toml"),
+        false,
+    ),
+    (
+        "src/lib.rs",
+        include_str!("../../templates/converter/src/lib.rs"),
+        false,
+    ),
+    (
+        "converter.yaml",
+        include_str!("../../templates/converter/converter.yaml"),
+        false,
+    ),
+    (
+        "crd.yaml",
+        include_str!("../../templates/converter/crd.yaml"),
+        false,
+    ),
+    (
+        "examples/objects.yaml",
+        include_str!("../../templates/converter/examples/objects.yaml"),
+        false,
+    ),
+    (
+        "expected.yaml",
+        include_str!("../../templates/converter/expected.yaml"),
+        false,
+    ),
+    (
+        "test.sh",
+        include_str!("../../templates/converter/test.sh"),
+        true,
+    ),
+    (
+        ".gitignore",
+        include_str!("../../templates/common/gitignore"),
+        false,
+    ),
+    ("wit/gantry.wit", WIT, false),
+];
+
 const RUST_NOTES: &str = "
 ## Rust notes
 
@@ -236,28 +288,15 @@ pub fn default_go_sdk_path() -> Option<PathBuf> {
 }
 
 /// Write a new `language` plugin project `name` into `dir` (which must be
-/// missing or empty). `sdk`: the `gantry-sdk` directory for Rust projects.
-/// Returns the files written.
+/// missing or empty). `sdk`: the SDK directory for Rust and Go projects
+/// (default: this source tree's). Returns the files written.
 pub fn new_plugin(
     language: Language,
     name: &str,
     dir: &Path,
     sdk: Option<&Path>,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    if !valid_name(name) {
-        bail!(
-            "{name:?} cannot name a plugin: use lowercase letters, digits and '-', starting with a letter (at most 63)"
-        );
-    }
-    if dir.exists()
-        && dir
-            .read_dir()
-            .with_context(|| format!("reading {}", dir.display()))?
-            .next()
-            .is_some()
-    {
-        bail!("{} exists and is not empty", dir.display());
-    }
+    check_target(name, dir)?;
     let (files, lang, notes) = match language {
         Language::Rust => (RUST, "Rust", RUST_NOTES),
         Language::JavaScript => (JS, "JavaScript", JS_NOTES),
@@ -265,19 +304,16 @@ pub fn new_plugin(
         Language::C => (C, "C", C_NOTES),
         Language::Go => (GO, "Go", GO_NOTES),
     };
-    let sdk = match (language, sdk) {
-        (Language::Rust, Some(sdk)) => sdk
-            .canonicalize()
-            .with_context(|| format!("gantry-sdk at {}", sdk.display()))?,
-        (Language::Rust, None) => default_sdk_path().context(
-            "the Gantry source tree is not where this gantry was built; pass --sdk PATH/TO/guest-sdk",
-        )?,
-        (Language::Go, Some(sdk)) => sdk
-            .canonicalize()
-            .with_context(|| format!("the Go SDK at {}", sdk.display()))?,
-        (Language::Go, None) => default_go_sdk_path().context(
-            "the Gantry source tree is not where this gantry was built; pass --sdk PATH/TO/go-sdk",
-        )?,
+    let sdk = match language {
+        Language::Rust => rust_sdk(sdk)?,
+        Language::Go => match sdk {
+            Some(sdk) => sdk
+                .canonicalize()
+                .with_context(|| format!("the Go SDK at {}", sdk.display()))?,
+            None => default_go_sdk_path().context(
+                "the Gantry source tree is not where this gantry was built; pass --sdk PATH/TO/go-sdk",
+            )?,
+        },
         _ => PathBuf::new(),
     };
     let sdk = sdk.to_string_lossy().replace('\\', "/");
@@ -299,8 +335,60 @@ pub fn new_plugin(
             .replace("__JCO__", JCO_VERSION)
             .replace("__COMPONENTIZE_PY__", COMPONENTIZE_PY_VERSION)
     };
+    write_files(dir, COMMON.iter().chain(files), fill)
+}
+
+/// Write a new CRD converter project `name` (Rust) into `dir` (which must
+/// be missing or empty). `sdk`: the `gantry-sdk` directory (default: this
+/// source tree's). Returns the files written.
+pub fn new_converter(name: &str, dir: &Path, sdk: Option<&Path>) -> anyhow::Result<Vec<PathBuf>> {
+    check_target(name, dir)?;
+    let sdk = rust_sdk(sdk)?.to_string_lossy().replace('\\', "/");
+    let fill = |text: &str| text.replace("__NAME__", name).replace("__SDK_PATH__", &sdk);
+    write_files(dir, CONVERTER.iter(), fill)
+}
+
+/// Refuse a name that cannot name a plugin and a directory that is not
+/// missing or empty.
+fn check_target(name: &str, dir: &Path) -> anyhow::Result<()> {
+    if !valid_name(name) {
+        bail!(
+            "{name:?} cannot name a plugin: use lowercase letters, digits and '-', starting with a letter (at most 63)"
+        );
+    }
+    if dir.exists()
+        && dir
+            .read_dir()
+            .with_context(|| format!("reading {}", dir.display()))?
+            .next()
+            .is_some()
+    {
+        bail!("{} exists and is not empty", dir.display());
+    }
+    Ok(())
+}
+
+/// The `gantry-sdk` directory a Rust project depends on: `sdk`, else this
+/// source tree's.
+fn rust_sdk(sdk: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match sdk {
+        Some(sdk) => sdk
+            .canonicalize()
+            .with_context(|| format!("gantry-sdk at {}", sdk.display())),
+        None => default_sdk_path().context(
+            "the Gantry source tree is not where this gantry was built; pass --sdk PATH/TO/guest-sdk",
+        ),
+    }
+}
+
+/// Write each template file into `dir`, its text through `fill`.
+fn write_files<'a>(
+    dir: &Path,
+    files: impl Iterator<Item = &'a TemplateFile>,
+    fill: impl Fn(&str) -> String,
+) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
-    for (path, text, executable) in COMMON.iter().chain(files) {
+    for (path, text, executable) in files {
         let target = dir.join(path);
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent)
@@ -382,6 +470,26 @@ mod tests {
                 "not empty"
             );
         }
+        let converter = root.path().join("converter");
+        let files = new_converter("hello", &converter, None).unwrap();
+        for marker in ["converter.yaml", "crd.yaml", "Cargo.toml", "test.sh"] {
+            assert!(files.contains(&converter.join(marker)), "{marker}");
+        }
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            for placeholder in ["__NAME__", "__SDK_PATH__"] {
+                assert!(!text.contains(placeholder), "{}", file.display());
+            }
+        }
+        let spec = crate::conversion::binding::parse_spec(
+            &std::fs::read_to_string(converter.join("converter.yaml")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(spec.crd, "greetings.example.com");
+        assert!(
+            new_converter("hello", &converter, None).is_err(),
+            "not empty"
+        );
         let go_mod = std::fs::read_to_string(root.path().join("Go/go.mod")).unwrap();
         assert!(go_mod.starts_with("module hello\n"), "{go_mod}");
         assert!(go_mod.contains("gantry.dev/go-sdk => /"), "{go_mod}");
