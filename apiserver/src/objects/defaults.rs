@@ -169,11 +169,41 @@ pub fn namespace_name_label(obj: &mut Value) {
     labels["kubernetes.io/metadata.name"] = json!(name);
 }
 
+/// A Secret's `stringData` folded into `data`, base64-encoded, as kube's
+/// conversion of every write does: a key in both takes the `stringData`
+/// value, and `stringData` itself is never stored or returned.
+fn fold_string_data(secret: &mut Value) {
+    use base64::Engine as _;
+    let Some(Value::Object(strings)) = secret
+        .as_object_mut()
+        .and_then(|fields| fields.remove("stringData"))
+    else {
+        return;
+    };
+    if strings.is_empty() {
+        return;
+    }
+    let data = child(secret, "data");
+    if !data.is_object() {
+        *data = json!({});
+    }
+    for (key, value) in strings {
+        if let Value::String(text) = value {
+            data[key] = base64::engine::general_purpose::STANDARD
+                .encode(text)
+                .into();
+        }
+    }
+}
+
 /// Applies the defaults of `info`'s kind to `obj` (built-ins only).
 pub fn apply(info: &ResourceInfo, obj: &mut Value) {
     match (info.group.as_str(), info.plural.as_str()) {
         ("", "pods") => pod(obj),
-        ("", "secrets") => default(obj, "type", json!("Opaque")),
+        ("", "secrets") => {
+            fold_string_data(obj);
+            default(obj, "type", json!("Opaque"));
+        }
         ("", "namespaces") => namespace_name_label(obj),
         (crate::admission::GROUP, crate::admission::MUTATING | crate::admission::VALIDATING) => {
             crate::admission::config::default(info, obj);
