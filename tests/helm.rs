@@ -211,6 +211,51 @@ fn policies_otlp_and_digest() {
     assert!(all(&plain, "Service").len() == 1);
 }
 
+/// `converters`: each CRD's rules in the ClusterRole, and a clear refusal
+/// without the webhook server they are served on.
+#[test]
+fn converters_get_their_crd_rights_and_need_the_webhook_server() {
+    let helm = Helm::new();
+    let docs = documents(&helm.template(&[
+        "--set",
+        "policies.enabled=true",
+        "--set",
+        "converters={myresources.example.com}",
+    ]));
+    let rules = named(&docs, "ClusterRole", "gantry")["rules"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        rules.contains(&json!({"apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "resourceNames": ["myresources.example.com"], "verbs": ["get", "patch"]})),
+        "{rules:?}"
+    );
+    assert!(
+        rules.contains(&json!({"apiGroups": ["example.com"],
+            "resources": ["myresources"], "verbs": ["list"]})),
+        "{rules:?}"
+    );
+    let chart = chart_dir();
+    let out = helm
+        .command(&[
+            "template",
+            "gantry",
+            chart.to_str().unwrap(),
+            "--set",
+            "converters={myresources.example.com}",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("set policies.enabled=true"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The memcached binding's rules, as the chart derives them from values.yaml.
 fn memcached_rules() -> Value {
     json!([

@@ -78,6 +78,49 @@ async fn dev_runs_the_examples_and_policies_on_an_existing_cluster(backend: Back
         (!list.items.is_empty()).then_some(())
     })
     .await;
+
+    // BackupJob: its finalizer asks gantry dev's stand-in backup service
+    // (over the HTTP capability) before the parent may go.
+    let backups = kind_api(&client, "backup.example.com", "BackupJob", "backupjobs");
+    wait_for("the sample BackupJob to be Ready", async || {
+        let job = backups.get_opt("orders-nightly").await.ok()??;
+        (condition_status(&job, "Ready").as_deref() == Some("True")).then_some(())
+    })
+    .await;
+    backups
+        .delete("orders-nightly", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(
+        "the BackupJob's remote backups deleted, then the BackupJob",
+        async || match backups.get_opt("orders-nightly").await {
+            Ok(None) => Some(()),
+            _ => None,
+        },
+    )
+    .await;
+
+    // MyResource: installed at its storage version v1, read at v1alpha1
+    // through the example converter once the CRD points at it.
+    let alpha = kind_api_at(
+        &client,
+        "example.com",
+        "v1alpha1",
+        "MyResource",
+        "myresources",
+    );
+    let older = wait_for("the sample MyResource converted to v1alpha1", async || {
+        let web = alpha.get_opt("web").await.ok()??;
+        (web.data["spec"]["replicas"] == 3).then_some(web)
+    })
+    .await;
+    assert_eq!(
+        older.data["spec"]["image"], "registry.example.com:5000/web:1.4",
+        "{older:?}"
+    );
+    let v1 = kind_api_at(&client, "example.com", "v1", "MyResource", "myresources");
+    assert_eq!(v1.get("web").await.unwrap().data["spec"]["instances"], 3);
+
     let out = std::fs::read_to_string(dir.path().join("dev.out")).unwrap();
     assert!(
         out.contains(&format!(
@@ -176,8 +219,19 @@ fn stop_dev(mut dev: Process, dir: &std::path::Path, run: &str) {
 }
 
 fn kind_api(client: &kube::Client, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    kind_api_at(client, group, "v1alpha1", kind, plural)
+}
+
+/// The namespaced (`default`) API of a custom kind at `version`.
+fn kind_api_at(
+    client: &kube::Client,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+) -> Api<DynamicObject> {
     let resource =
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1alpha1", kind), plural);
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
     Api::namespaced_with(client.clone(), "default", &resource)
 }
 
@@ -201,7 +255,7 @@ async fn a_restart_keeps_the_users_edits_and_deletions_and_reset_starts_over(bac
     let dev = start_dev(&args, dir.path(), "first");
     let first = ready_output(dir.path(), "first").await;
     assert!(
-        first.contains("ready: bindings database, guestbook, memcached in service; admission policies disallow-privileged"),
+        first.contains("ready: bindings backup-job, database, guestbook, memcached in service; admission policies disallow-privileged"),
         "{first}"
     );
 

@@ -216,6 +216,10 @@ pub fn dev(args: DevArgs) -> ExitCode {
 
 async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
     let components = build_dev_components().await?;
+    println!(
+        "gantry dev: stand-in backup service for the backup-job example at {}",
+        crate::dev::backup_service::origin()?
+    );
     match &args.kubeconfig {
         Some(kubeconfig) => {
             let client = cluster_client(Some(kubeconfig)).await?;
@@ -246,6 +250,7 @@ async fn build_dev_components() -> anyhow::Result<Vec<(&'static str, Vec<u8>)>> 
         crate::dev::EXAMPLES
             .iter()
             .chain(crate::dev::POLICY_EXAMPLES)
+            .chain(crate::dev::converters::CONVERTER_EXAMPLES)
             .map(|&name| {
                 let component = crate::dev::build_example(name, crate::dev::RustBuild::Alone)?;
                 Ok((name, component))
@@ -347,24 +352,40 @@ async fn install_dev(
     args: &DevArgs,
     components: Vec<(&'static str, Vec<u8>)>,
 ) -> anyhow::Result<Vec<String>> {
+    use crate::dev::converters::{
+        CONVERTER_EXAMPLES, install_converted_samples_with, install_converter_example_with,
+    };
     use crate::dev::{Installer, install_example_with, install_policy_example_with};
     crate::dev::forget_webhook_configurations(client, args.operator.webhook_configuration_name())
         .await?;
     let options = args.operator.options();
     let mut installer = Installer::for_cluster(client, &options.namespace, args.reset).await?;
+    crate::dev::ensure_namespace(client, &options.namespace).await?;
+    installer
+        .apply(&crate::dev::backup_service::token_secret(
+            &options.namespace,
+        ))
+        .await?;
     let mut expected = Vec::new();
-    for (name, component) in components {
-        if crate::dev::POLICY_EXAMPLES.contains(&name) {
-            install_policy_example_with(&mut installer, name, &component).await?;
-        } else if install_example_with(&mut installer, name, component).await?
+    for (name, component) in &components {
+        if crate::dev::POLICY_EXAMPLES.contains(name) {
+            install_policy_example_with(&mut installer, name, component).await?;
+        } else if CONVERTER_EXAMPLES.contains(name) {
+            install_converter_example_with(&mut installer, name, component).await?;
+        } else if install_example_with(&mut installer, name, component.clone()).await?
             != crate::dev::Outcome::KeptDeleted
         {
-            expected.push(name.to_string());
+            expected.push((*name).to_string());
         }
     }
     if !args.no_samples {
         for example in crate::dev::EXAMPLES {
             crate::dev::install_samples_with(&mut installer, example).await?;
+        }
+        for (name, component) in &components {
+            if CONVERTER_EXAMPLES.contains(name) {
+                install_converted_samples_with(&mut installer, name, component).await?;
+            }
         }
     }
     for line in installer.finish().await? {
@@ -403,7 +424,7 @@ fn list_or_none(names: &[String]) -> String {
 
 fn print_try_line() {
     println!(
-        "gantry dev: try `kubectl get memcacheds,databases,guestbooks,deployments,statefulsets -A`; Ctrl-C stops"
+        "gantry dev: try `kubectl get memcacheds,databases,guestbooks,backupjobs,myresources,deployments,statefulsets -A`; Ctrl-C stops"
     );
 }
 

@@ -1,9 +1,8 @@
 //! Example components too large for a ConfigMap (the Go ones), served to
 //! the operator over HTTP on 127.0.0.1 and bound by URL with a sha256 pin.
 //!
-//! One server per process, on a thread of its own with its own tokio
-//! runtime, so that it outlives any one runtime (each test has its own).
-//! It serves `/sha256/<hex>` from memory.
+//! One server per process ([`super::loopback`]); it serves
+//! `/sha256/<hex>` from memory.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -34,33 +33,8 @@ async fn component(Path(hex): Path<String>) -> impl IntoResponse {
 }
 
 fn start() -> Result<SocketAddr, String> {
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("gantry-dev-components".into())
-        .spawn(move || {
-            let serve = async {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-                let _ = sender.send(listener.local_addr());
-                let router =
-                    axum::Router::new().route("/sha256/{hex}", axum::routing::get(component));
-                axum::serve(listener, router).await
-            };
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build();
-            let result = match runtime {
-                Ok(runtime) => runtime.block_on(serve),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = result {
-                tracing::error!(error = %e, "the example component server stopped");
-            }
-        })
-        .map_err(|e| e.to_string())?;
-    receiver
-        .recv()
-        .map_err(|_| "the example component server did not start".to_string())?
-        .map_err(|e| e.to_string())
+    let router = axum::Router::new().route("/sha256/{hex}", axum::routing::get(component));
+    super::loopback::serve_forever("gantry-dev-components", router)
 }
 
 fn address() -> anyhow::Result<SocketAddr> {

@@ -2,8 +2,11 @@
 //! example bindings and sample objects into a cluster (usually the
 //! embedded API server).
 
+pub mod backup_service;
 pub mod components;
+pub mod converters;
 pub mod install;
+pub mod loopback;
 
 use std::path::{Path, PathBuf};
 
@@ -25,7 +28,10 @@ pub const DEV_MANAGER: &str = "gantry-dev";
 
 /// The example plugins `gantry dev` installs, by directory under `plugins/`:
 /// Rust crates, and Guestbook in Go.
-pub const EXAMPLES: &[&str] = &["memcached", "database", "guestbook"];
+pub const EXAMPLES: &[&str] = &["memcached", "database", "guestbook", BACKUP_JOB];
+
+/// The example whose binding is pointed at [`backup_service`]'s stand-in.
+const BACKUP_JOB: &str = "backup-job";
 
 /// Server-side apply `object` (any kind the server knows), over any
 /// other manager's changes.
@@ -105,7 +111,8 @@ pub async fn apply_file(client: &Client, path: &Path) -> anyhow::Result<()> {
 }
 
 /// Wait until the CRD named `name` is Established and every version it
-/// serves is served: discovery names the kind and a list answers. A real
+/// serves (only the storage version, with a conversion webhook) is
+/// served: discovery names the kind and a list answers. A real
 /// API server starts serving a new kind a moment after it reports
 /// Established, so objects of the kind applied at once can meet a 404.
 pub async fn wait_for_crd(client: &Client, name: &str) -> anyhow::Result<()> {
@@ -117,7 +124,21 @@ pub async fn wait_for_crd(client: &Client, name: &str) -> anyhow::Result<()> {
             .await?
             .with_context(|| format!("CRD {name} was deleted"))?;
         let names = &crd.spec.names;
-        for version in crd.spec.versions.iter().filter(|v| v.served) {
+        // A list at a version other than the storage one goes through the
+        // CRD's conversion webhook, which may not serve yet (`gantry dev`
+        // starts its own after installing): then only the storage version
+        // is waited for.
+        let webhook = crd
+            .spec
+            .conversion
+            .as_ref()
+            .is_some_and(|c| c.strategy == "Webhook");
+        let waited = crd
+            .spec
+            .versions
+            .iter()
+            .filter(|v| v.served && (v.storage || !webhook));
+        for version in waited {
             let gvk = GroupVersionKind::gvk(&crd.spec.group, &version.name, &names.kind);
             while !kind_is_served(client, &gvk).await {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -253,6 +274,9 @@ pub async fn install_example_with(
     }
     let mut binding_yaml = std::fs::read_to_string(dir.join("binding.yaml"))
         .with_context(|| format!("reading {name}/binding.yaml"))?;
+    if name == BACKUP_JOB {
+        binding_yaml = backup_service::point_binding_at_stand_in(&binding_yaml)?;
+    }
     let namespace = installer.namespace().to_string();
     ensure_namespace(&client, &namespace).await?;
     let cm = if toolchain::go::is_go_plugin(&dir) {
