@@ -252,3 +252,75 @@ async fn a_shadow_run_sends_get_only() {
     assert_eq!(service.count("DELETE"), 0, "nothing but GET was sent");
     assert_eq!(service.count("GET"), 1);
 }
+
+/// `gantry plugin run --binding F --secret S/K=V`: the local loop grants
+/// what the binding grants, with the Secret's value as the header; without
+/// `--binding` the plugin's requests fail `not-granted`.
+#[tokio::test(flavor = "multi_thread")]
+async fn plugin_run_grants_what_the_binding_grants() {
+    let service = BackupService::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = dir.path().join("backup_job.wasm");
+    std::fs::write(&wasm, example_plugin("backup-job").unwrap()).unwrap();
+    let example = gantry::dev::example_dir("backup-job");
+    let binding = dir.path().join("binding.yaml");
+    std::fs::write(
+        &binding,
+        std::fs::read_to_string(example.join("binding.yaml"))
+            .unwrap()
+            .replace("http://127.0.0.1:8089", &service.origin()),
+    )
+    .unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, format!("service: {}\n", service.origin())).unwrap();
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gantry"))
+            .args(["plugin", "run", "--deadline-ms", "3000", "--plugin"])
+            .arg(&wasm)
+            .arg("--parent")
+            .arg(example.join("example.yaml"))
+            .arg("--config")
+            .arg(&config)
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    let (code, out, err) = tokio::task::block_in_place(|| {
+        run(&[
+            "--binding",
+            binding.to_str().unwrap(),
+            "--secret",
+            "backup-service-token/token=Bearer local",
+        ])
+    });
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("remoteBackups: 3"), "{out}");
+    let seen = service.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].authorization.as_deref(), Some("Bearer local"));
+
+    let (code, _, err) = tokio::task::block_in_place(|| run(&[]));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("not-granted") || err.contains("not granted"),
+        "{err}"
+    );
+    assert_eq!(service.seen().len(), 1, "nothing sent without the grant");
+
+    let (code, _, err) = tokio::task::block_in_place(|| {
+        run(&[
+            "--binding",
+            binding.to_str().unwrap(),
+            "--secret",
+            "no-separator",
+        ])
+    });
+    assert_eq!(code, Some(5), "{err}");
+    assert!(err.contains("expected SECRET/KEY=VALUE"), "{err}");
+}

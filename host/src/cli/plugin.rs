@@ -1,7 +1,9 @@
 //! `gantry plugin run|bench|build`: the plugin author's local loop.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -11,6 +13,8 @@ use serde::Serialize;
 
 use super::component::component;
 use super::{call_failed, exit, fail};
+use crate::capability::secrets::StaticSecrets;
+use crate::capability::{Grants, HttpGrant};
 use crate::manifest::{read_object, read_objects, read_value};
 use crate::runtime::{CallError, Limits, ReconcilerPlugin};
 use crate::toolchain::{self, BuildOptions};
@@ -137,6 +141,16 @@ pub struct CallArgs {
 pub struct RunArgs {
     #[command(flatten)]
     call: CallArgs,
+    /// The binding (binding.yaml) whose capabilities the call gets, as in a
+    /// cluster: its outbound HTTP grant (allow list, limits, secret
+    /// headers). Without it, the plugin's HTTP requests fail `not-granted`.
+    #[arg(long)]
+    binding: Option<PathBuf>,
+    /// A value of a Secret the binding's `secretHeaders` name, as
+    /// `SECRET/KEY=VALUE` (repeatable); the host adds it as the header and
+    /// the plugin never sees it.
+    #[arg(long = "secret", value_name = "SECRET/KEY=VALUE", requires = "binding")]
+    secrets: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -166,7 +180,7 @@ pub struct BuildArgs {
 
 pub fn run(command: PluginCommand) -> ExitCode {
     match command {
-        PluginCommand::Run(args) => run_once(&args.call),
+        PluginCommand::Run(args) => run_once(&args),
         PluginCommand::Bench(args) => bench(&args),
         PluginCommand::Build(args) => match toolchain::build_any(
             &args.path,
@@ -342,18 +356,55 @@ fn load(args: &CallArgs) -> Result<(std::sync::Arc<ReconcilerPlugin>, Request), 
     Ok((plugin, request))
 }
 
-fn run_once(args: &CallArgs) -> ExitCode {
-    let (plugin, request) = match load(args) {
+fn run_once(args: &RunArgs) -> ExitCode {
+    let grants = match local_grants(args) {
+        Ok(grants) => grants,
+        Err(e) => return fail(exit::OTHER, &e),
+    };
+    let (plugin, request) = match load(&args.call) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    match plugin.reconcile_blocking(&request, &args.limits()) {
-        Ok(response) => {
+    let called = super::tokio_runtime()
+        .map(|tokio| tokio.block_on(plugin.reconcile_with(request, args.call.limits(), grants)));
+    match called {
+        Ok(Ok(response)) => {
             print!("{}", render_yaml(&response));
             ExitCode::SUCCESS
         }
-        Err(e) => call_failed(&e),
+        Ok(Err(e)) => call_failed(&e),
+        Err(e) => fail(exit::OTHER, &e),
     }
+}
+
+/// What `--binding` grants a local call: its outbound HTTP, with the
+/// `--secret` values for its secret headers.
+fn local_grants(args: &RunArgs) -> anyhow::Result<Grants> {
+    let Some(path) = &args.binding else {
+        return Ok(Grants::default());
+    };
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let spec = crate::controller::binding::parse_spec(&text)
+        .with_context(|| format!("{} is not a valid binding", path.display()))?;
+    let Some(http) = &spec.capabilities.http else {
+        return Ok(Grants::default());
+    };
+    let mut values = HashMap::new();
+    for entry in &args.secrets {
+        let parsed = entry
+            .split_once('=')
+            .and_then(|(name, value)| Some((name.split_once('/')?, value)));
+        let Some(((secret, key), value)) = parsed else {
+            anyhow::bail!("--secret {entry:?}: expected SECRET/KEY=VALUE");
+        };
+        values.insert((secret.to_string(), key.to_string()), value.to_string());
+    }
+    let grant = HttpGrant::new(&spec.name, http, Arc::new(StaticSecrets(values)), None)?;
+    Ok(Grants {
+        http: Some(Arc::new(grant)),
+        ..Grants::default()
+    })
 }
 
 /// Everything in a response but the children.
