@@ -1,8 +1,8 @@
 //! `/openapi/v2`: kube's v2 document of the built-ins plus the definitions of
 //! the custom resources, as JSON and as gnostic protobuf (what kubectl < 1.27
 //! reads). A CRD's v2 schema is kube's `ToStructuralOpenAPIV2` view of it
-//! (no junctors; nullable and unknown-field-preserving nodes lose their type and
-//! children). CRDs add definitions only, not paths.
+//! (no junctors or defaults; nullable and unknown-field-preserving nodes lose
+//! their type and children). CRDs add definitions only, not paths.
 
 use std::sync::Arc;
 
@@ -50,7 +50,8 @@ fn is_true(m: &Map<String, Value>, key: &str) -> bool {
 /// kube's `ToStructuralOpenAPIV2`, on a JSON schema.
 fn to_v2(schema: &mut Value) {
     let Value::Object(m) = schema else { return };
-    for k in ["allOf", "oneOf", "anyOf", "not"] {
+    // kube's v2 also publishes no defaults (seen on kube-apiserver 1.36).
+    for k in ["allOf", "oneOf", "anyOf", "not", "default"] {
         m.remove(k);
     }
     if is_true(m, "nullable") {
