@@ -141,10 +141,53 @@ spec:
         properties:
           spec:
             type: object
+            description: What the widget should look like.
             properties:
-              size: {type: string}
-              replicas: {type: integer, maximum: 10}
+              size: {type: string, description: How big the widget is.}
+              replicas: {type: integer, maximum: 10, description: How many widgets to make.}
 ";
+
+/// `kubectl explain` prints the API's descriptions, of built-ins and of a CRD,
+/// and follows a CRD change.
+async fn explain(k: &Kubectl) {
+    let out = k.ok(&["explain", "deployment.spec.replicas"]).await;
+    assert!(
+        out.contains("replicas") && out.contains("<integer>"),
+        "{out}"
+    );
+    assert!(out.contains("Number of desired pods."), "{out}");
+    let out = k.ok(&["explain", "configmap"]).await;
+    assert!(out.contains("ConfigMap holds configuration data"), "{out}");
+    let out = k.ok(&["explain", "widget.spec"]).await;
+    assert!(out.contains("What the widget should look like."), "{out}");
+    assert!(out.contains("How big the widget is."), "{out}");
+    assert!(out.contains("How many widgets to make."), "{out}");
+    let out = k.ok(&["explain", "widget.metadata.name"]).await;
+    assert!(
+        out.contains("Name must be unique within a namespace."),
+        "{out}"
+    );
+    // A new description is explained once kube's OpenAPI controller (or the
+    // embedded server, at once) has rebuilt the document.
+    k.ok(&[
+        "patch",
+        "crd",
+        "widgets.example.com",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/size/description","value":"The size, now."}]"#,
+    ])
+    .await;
+    let deadline = std::time::Instant::now() + Duration::from_mins(1);
+    loop {
+        let out = k.ok(&["explain", "widget.spec.size"]).await;
+        if out.contains("The size, now.") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{out}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
 
 fn widget_yaml(size: &str, replicas: u32) -> String {
     format!(
@@ -214,6 +257,8 @@ async fn suite(bin: &Path, backend: Backend) {
         let err = k.fail_stdin(&["create", "-f", "-"], "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w3\nspec:\n  bogus: 1\n").await;
         assert!(err.contains("unknown field \"spec.bogus\""), "{err}");
     }
+
+    explain(&k).await;
 
     // Generator commands (kubectl 1.32 sends these as protobuf).
     k.ok(&["create", "namespace", "gen-ns"]).await;

@@ -191,14 +191,14 @@ const QUALIFIED_NAME: &str = "name part must consist of alphanumeric characters,
 const LABEL_VALUE: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 
 /// kube's `IsQualifiedName` messages for a label or annotation key.
-fn qualified_name_errors(key: &str) -> Vec<String> {
+pub(crate) fn qualified_name_errors(key: &str) -> Vec<String> {
     let mut out = vec![];
     let (prefix, name) = match key.split('/').collect::<Vec<_>>()[..] {
         [name] => (None, name),
         [prefix, name] => (Some(prefix), name),
         _ => {
             return vec![
-                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+                "a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
                     .to_string(),
             ];
         }

@@ -94,15 +94,16 @@ async fn route(app: Arc<App>, req: Request<Body>) -> Response {
             None => respond::page_not_found(),
         },
         ["openapi", "v2"] | ["swagger-2.0.0.pb-v1"] if get && accept.contains("protobuf") => {
-            openapi::v2_protobuf()
+            openapi::v2_protobuf(&app.registry)
         }
-        ["openapi", "v2"] if get => json_response(200, &openapi::v2(), &[]),
-        ["openapi", "v3"] if get => json_response(200, &openapi::v3_index(&app.registry), &[]),
-        ["openapi", "v3", rest @ ..] if get => match openapi::v3_group_version(&app.registry, rest)
-        {
-            Some(doc) => json_response(200, &doc, &[]),
-            None => error_response(&not_found_path()),
-        },
+        ["openapi", "v2"] if get => openapi::v2_json(&app.registry),
+        ["openapi", "v3"] if get => openapi::v3_index_response(&app.registry),
+        ["openapi", "v3", rest @ ..] if get => {
+            match openapi::v3_response(&app.registry, rest, query.get("hash")) {
+                Some(response) => response,
+                None => error_response(&not_found_path()),
+            }
+        }
         ["api", "v1", rest @ ..] => {
             let target = Target {
                 group: "",

@@ -91,11 +91,43 @@ pub fn validate_name_and_labels(info: &ResourceInfo, obj: &Value) -> ApiResult<(
             }
         }
     }
+    if let Some(annotations) = obj
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+    {
+        annotation_causes(annotations, &mut causes);
+    }
     causes.extend(crate::objects::validation::validate(info, obj));
     if causes.is_empty() {
         Ok(())
     } else {
         Err(ApiError::invalid(&info.group, &info.kind, name, causes))
+    }
+}
+
+/// Largest total size of an object's annotations (keys and values), as kube.
+const ANNOTATIONS_LIMIT: usize = 256 * 1024;
+
+/// kube's `ValidateAnnotations`: keys are qualified names (case aside), and
+/// all of them with their values fit in 256 KiB.
+fn annotation_causes(annotations: &serde_json::Map<String, Value>, causes: &mut Vec<Cause>) {
+    let mut total = 0;
+    for (k, v) in annotations {
+        for m in crate::conversion::review::qualified_name_errors(&k.to_ascii_lowercase()) {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                format!("Invalid value: {k:?}: {m}"),
+                "metadata.annotations",
+            ));
+        }
+        total += k.len() + v.as_str().map_or(0, str::len);
+    }
+    if total > ANNOTATIONS_LIMIT {
+        causes.push(Cause::new(
+            "FieldValueTooLong",
+            format!("Too long: may not be more than {ANNOTATIONS_LIMIT} bytes"),
+            "metadata.annotations",
+        ));
     }
 }
 

@@ -216,6 +216,106 @@ spec: {replicas: 1}
 ";
 
 /// A ConfigMap as `kubectl get -o json` printed it, changed, for replace.
+/// Objects kube's validation refuses, one reason each (several causes of one
+/// object come in Go's map order, which varies).
+const INVALID: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: negative, namespace: diff}
+spec:
+  replicas: -1
+  selector: {matchLabels: {app: n}}
+  template:
+    metadata: {labels: {app: n}}
+    spec: {containers: [{name: c, image: nginx}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: never, namespace: diff}
+spec:
+  selector: {matchLabels: {app: n}}
+  template:
+    metadata: {labels: {app: n}}
+    spec: {restartPolicy: Never, containers: [{name: c, image: nginx}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: sometimes, namespace: diff}
+spec: {restartPolicy: Sometimes, containers: [{name: c, image: nginx}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: ports, namespace: diff}
+spec:
+  containers:
+  - name: c
+    image: nginx
+    ports: [{containerPort: 80, name: web}, {containerPort: 70000}, {containerPort: 81, name: web}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: greedy, namespace: diff}
+spec:
+  containers: [{name: c, image: nginx, resources: {requests: {cpu: '2'}, limits: {cpu: '1'}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: badports, namespace: diff}
+spec: {ports: [{port: 70000, targetPort: 80, name: a}, {port: 80, name: a}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: badkey, namespace: diff}
+data: {'bad key': x}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: dotdot, namespace: diff}
+data: {'..': x}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: badannotation, namespace: diff, annotations: {'bad key!': x}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: nopathtype, namespace: diff}
+spec:
+  rules: [{http: {paths: [{path: /, backend: {service: {name: s, port: {number: 80}}}}]}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: noverbs, namespace: diff}
+rules: [{apiGroups: [''], resources: [pods]}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: badschedule, namespace: diff}
+spec:
+  schedule: every minute
+  jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}}}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: badminute, namespace: diff}
+spec:
+  schedule: '61 * * * *'
+  jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: nosize, namespace: diff}
+spec: {accessModes: [ReadWriteOnce]}
+";
+
+/// A 300 KiB annotation (kube allows 256 KiB for all of them).
+fn big_annotation(_: &str) -> String {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": { "name": "bigannotation", "namespace": NS, "annotations": { "a": "x".repeat(300 * 1024) } }
+    })
+    .to_string()
+}
+
 fn changed_config_map(json: &str) -> String {
     let mut cm: Value = serde_json::from_str(json).unwrap_or_default();
     cm["data"]["replaced"] = "yes".into();
@@ -413,6 +513,33 @@ fn steps() -> Vec<Step> {
         since(24, &["create", "token", "sa1", "-n", NS]),
         since(24, &["create", "token", "nobody", "-n", NS]),
         step(&["explain", "configmap"]),
+        step(&["explain", "deployment.spec.replicas"]),
+        with_input(&["create", "-f", "-"], INVALID),
+        Step {
+            args: &["create", "-f", "-"],
+            input: Input::FromPrevious(big_annotation),
+            since: 0,
+        },
+        step(&[
+            "patch",
+            "pod",
+            "p2",
+            "-n",
+            NS,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"restartPolicy":"Always"}}"#,
+        ]),
+        step(&[
+            "patch",
+            "pod",
+            "p2",
+            "-n",
+            NS,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"activeDeadlineSeconds":600}}"#,
+        ]),
         step(&["get", "events", "-n", NS]),
         since(26, &["events", "-n", NS]),
         with_input(&["create", "-f", "-"], CRD),
@@ -426,6 +553,7 @@ fn steps() -> Vec<Step> {
         with_input(&["create", "-f", "-"], WIDGET),
         with_input(&["create", "-f", "-"], BAD_WIDGET),
         step(&["get", "widgets", "-n", NS]),
+        step(&["explain", "widget.spec"]),
         step(&["get", "widget", "w1", "-n", NS, "-o", "json"]),
         since(
             24,

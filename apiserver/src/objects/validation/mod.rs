@@ -1,9 +1,16 @@
-//! A few of kube's per-kind validations for built-ins, the ones operators most often
-//! trip over: pod templates need containers with names and images, workload selectors
-//! must be non-empty and match their template labels, Job pods cannot restart Always,
-//! non-headless Services need ports.
+//! kube's per-kind validations of built-ins, the ones operators and kubectl users
+//! most often trip over, with kube's messages: pod specs ([`pod`]), workload
+//! selectors and replicas, Job restart policies, Service ports, ConfigMap and
+//! Secret keys, Ingress path types, RBAC rules, CronJob schedules ([`cron`]),
+//! PVC requests, immutable fields.
+
+mod cron;
+mod kinds;
+mod pod;
 
 use serde_json::Value;
+
+use pod::{RestartPolicies, pod_spec};
 
 use crate::error::Cause;
 use crate::registry::ResourceInfo;
@@ -17,45 +24,24 @@ fn required(field: &str, detail: &str) -> Cause {
     Cause::new("FieldValueRequired", msg, field)
 }
 
+fn not_supported(field: &str, value: &str, supported: &[&str]) -> Cause {
+    let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+    Cause::new(
+        "FieldValueNotSupported",
+        format!(
+            "Unsupported value: {value:?}: supported values: {}",
+            list.join(", ")
+        ),
+        field,
+    )
+}
+
 fn invalid(field: &str, value: &Value, detail: &str) -> Cause {
     Cause::new(
         "FieldValueInvalid",
         format!("Invalid value: {value}: {detail}"),
         field,
     )
-}
-
-fn pod_spec(spec: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
-    let containers = spec
-        .and_then(|s| s.get("containers"))
-        .and_then(Value::as_array);
-    let Some(containers) = containers.filter(|c| !c.is_empty()) else {
-        out.push(required(&format!("{path}.containers"), ""));
-        return;
-    };
-    let mut names = std::collections::BTreeSet::new();
-    for (i, c) in containers.iter().enumerate() {
-        let p = format!("{path}.containers[{i}]");
-        match c
-            .get("name")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty())
-        {
-            None => out.push(required(&format!("{p}.name"), "")),
-            Some(n) if !names.insert(n.to_string()) => out.push(Cause::new(
-                "FieldValueDuplicate",
-                format!("Duplicate value: {n:?}"),
-                format!("{p}.name"),
-            )),
-            Some(_) => {}
-        }
-        if c.get("image")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
-            out.push(required(&format!("{p}.image"), ""));
-        }
-    }
 }
 
 /// Workload selector: required, non-empty, matching the template's labels.
@@ -95,7 +81,12 @@ fn selector_matches_template(spec: &Value, kind: &str, out: &mut Vec<Cause>) {
 
 fn job_template(spec: &Value, path: &str, out: &mut Vec<Cause>) {
     let pod = spec.pointer("/template/spec");
-    pod_spec(pod, &format!("{path}.template.spec"), out);
+    pod_spec(
+        pod,
+        &format!("{path}.template.spec"),
+        RestartPolicies::Unchecked,
+        out,
+    );
     let rp = pod
         .and_then(|p| p.get("restartPolicy"))
         .and_then(Value::as_str)
@@ -109,6 +100,19 @@ fn job_template(spec: &Value, path: &str, out: &mut Vec<Cause>) {
     }
 }
 
+/// `spec.replicas` is not negative.
+fn replicas(spec: &Value, out: &mut Vec<Cause>) {
+    if let Some(n) = spec.get("replicas").and_then(Value::as_i64)
+        && n < 0
+    {
+        out.push(invalid(
+            "spec.replicas",
+            &n.into(),
+            "must be greater than or equal to 0",
+        ));
+    }
+}
+
 /// Fields kube refuses to change after create, per kind (JSON pointers and field paths).
 fn immutable_fields(info: &ResourceInfo) -> &'static [(&'static str, &'static str)] {
     match (info.group.as_str(), info.plural.as_str()) {
@@ -117,6 +121,7 @@ fn immutable_fields(info: &ResourceInfo) -> &'static [(&'static str, &'static st
         }
         ("batch", "jobs") => &[
             ("/spec/selector", "spec.selector"),
+            ("/spec/template", "spec.template"),
             ("/spec/completionMode", "spec.completionMode"),
         ],
         ("", "services") => &[("/spec/clusterIP", "spec.clusterIP")],
@@ -127,6 +132,9 @@ fn immutable_fields(info: &ResourceInfo) -> &'static [(&'static str, &'static st
 
 /// kube's errors for changing immutable fields from `old` to `new`.
 pub fn validate_update(info: &ResourceInfo, old: &Value, new: &Value) -> Vec<Cause> {
+    if (info.group.as_str(), info.plural.as_str()) == ("", "pods") {
+        return pod::update(old, new).into_iter().collect();
+    }
     immutable_fields(info)
         .iter()
         .filter(|(ptr, _)| old.pointer(ptr).is_some() && old.pointer(ptr) != new.pointer(ptr))
@@ -146,15 +154,18 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
     let mut out = vec![];
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
     match (info.group.as_str(), info.plural.as_str()) {
-        ("", "pods") => pod_spec(obj.get("spec"), "spec", &mut out),
+        ("", "pods") => pod_spec(obj.get("spec"), "spec", RestartPolicies::Any, &mut out),
         ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets") => {
+            replicas(&spec, &mut out);
             selector_matches_template(&spec, &info.singular, &mut out);
             pod_spec(
                 spec.pointer("/template/spec"),
                 "spec.template.spec",
+                RestartPolicies::AlwaysOnly,
                 &mut out,
             );
         }
+        ("", "replicationcontrollers") => replicas(&spec, &mut out),
         ("batch", "jobs") => job_template(&spec, "spec", &mut out),
         ("batch", "cronjobs") => {
             if spec
@@ -163,6 +174,10 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
                 .is_none_or(str::is_empty)
             {
                 out.push(required("spec.schedule", ""));
+            } else if let Some(s) = spec.get("schedule").and_then(Value::as_str) {
+                for e in cron::errors(s) {
+                    out.push(invalid("spec.schedule", &Value::String(s.into()), &e));
+                }
             }
             let jt = spec
                 .pointer("/jobTemplate/spec")
@@ -180,6 +195,14 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
             if no_ports && !headless && !external {
                 out.push(required("spec.ports", ""));
             }
+            kinds::service_ports(&spec, &mut out);
+        }
+        ("", "configmaps") => kinds::config_map_keys(obj, &["data", "binaryData"], &mut out),
+        ("", "secrets") => kinds::config_map_keys(obj, &["data", "stringData"], &mut out),
+        ("", "persistentvolumeclaims") => kinds::pvc(&spec, &mut out),
+        ("networking.k8s.io", "ingresses") => kinds::ingress_paths(&spec, &mut out),
+        ("rbac.authorization.k8s.io", "roles" | "clusterroles") => {
+            kinds::rules(obj, info.namespaced, &mut out);
         }
         _ => {}
     }

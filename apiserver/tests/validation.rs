@@ -1,0 +1,223 @@
+//! kube's validation of built-ins, on both backends: objects kube refuses are
+//! refused with kube's 422 causes (field and message), and an update that
+//! changes an immutable field is refused.
+
+use gantry_test_support::{Backend, Cluster, backends};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+
+const NS: &str = "default";
+
+/// Sends `body` with `method` to `path` (a PATCH as a JSON patch when `body` is
+/// an array, else a merge patch); the status code and the JSON answer.
+async fn send(client: &kube::Client, method: &str, path: &str, body: &Value) -> (u16, Value) {
+    let content_type = match (method, body) {
+        ("PATCH", Value::Array(_)) => "application/json-patch+json",
+        ("PATCH", _) => "application/merge-patch+json",
+        _ => "application/json",
+    };
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("Content-Type", content_type)
+        .body(kube::client::Body::from(serde_json::to_vec(body).unwrap()))
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// The Status's causes as `field: message`, sorted (kube's order follows Go maps).
+fn causes(status: &Value) -> Vec<String> {
+    let mut out: Vec<String> = status["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["field"].as_str().unwrap_or(""),
+                c["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// A dry-run create of `obj` at `collection` is refused with exactly `want`.
+async fn refused(client: &kube::Client, collection: &str, obj: Value, want: &[&str]) {
+    let (code, status) = send(client, "POST", &format!("{collection}?dryRun=All"), &obj).await;
+    assert_eq!(code, 422, "{obj}\n{status}");
+    let mut want: Vec<String> = want.iter().map(ToString::to_string).collect();
+    want.sort();
+    assert_eq!(causes(&status), want, "{obj}");
+}
+
+fn pod(spec: &Value) -> Value {
+    json!({ "apiVersion": "v1", "kind": "Pod", "metadata": { "name": "p" }, "spec": spec })
+}
+
+fn deployment(replicas: i64, pod_spec: &Value) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": { "name": "d" },
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "app": "d" } },
+            "template": { "metadata": { "labels": { "app": "d" } }, "spec": pod_spec }
+        }
+    })
+}
+
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_builtins_are_refused_as_kube_does(backend: Backend) {
+    let s = Cluster::start(backend).await;
+    let c = s.client();
+    let pods = format!("/api/v1/namespaces/{NS}/pods");
+    let range = "must be between 1 and 65535, inclusive";
+
+    refused(
+        &c,
+        &format!("/apis/apps/v1/namespaces/{NS}/deployments"),
+        deployment(
+            -1,
+            &json!({ "containers": [{ "name": "c", "image": "i" }] }),
+        ),
+        &["spec.replicas: Invalid value: -1: must be greater than or equal to 0"],
+    )
+    .await;
+    refused(&c, &format!("/apis/apps/v1/namespaces/{NS}/deployments"),
+        deployment(1, &json!({ "restartPolicy": "Never", "containers": [{ "name": "c", "image": "i" }] })),
+        &["spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\""]).await;
+    refused(&c, &pods,
+        pod(&json!({ "restartPolicy": "Sometimes", "containers": [{ "name": "c", "image": "i" }] })),
+        &["spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\""]).await;
+    refused(
+        &c,
+        &pods,
+        pod(
+            &json!({ "containers": [{ "name": "c", "image": "i", "ports": [
+            { "containerPort": 80, "name": "web" }, { "containerPort": 0 },
+            { "containerPort": 70000, "name": "web" }] }] }),
+        ),
+        &[
+            "spec.containers[0].ports[1].containerPort: Required value",
+            "spec.containers[0].ports[2].name: Duplicate value: \"web\"",
+            &format!("spec.containers[0].ports[2].containerPort: Invalid value: 70000: {range}"),
+        ],
+    )
+    .await;
+    refused(&c, &pods,
+        pod(&json!({ "containers": [{ "name": "c", "image": "i",
+            "resources": { "requests": { "memory": "2Gi" }, "limits": { "memory": "1Gi" } } }] })),
+        &["spec.containers[0].resources.requests: Invalid value: \"2Gi\": must be less than or equal to memory limit of 1Gi"]).await;
+    refused(&c, &format!("/api/v1/namespaces/{NS}/services"),
+        json!({ "apiVersion": "v1", "kind": "Service", "metadata": { "name": "s" },
+            "spec": { "ports": [{ "port": 70000, "targetPort": 80, "name": "a" }, { "port": 80, "name": "a" }, { "port": 81 }] } }),
+        &[
+            &format!("spec.ports[0].port: Invalid value: 70000: {range}"),
+            "spec.ports[1].name: Duplicate value: \"a\"",
+            "spec.ports[2].name: Required value",
+        ]).await;
+    refused(&c, &format!("/api/v1/namespaces/{NS}/configmaps"),
+        json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "cm" },
+            "data": { "bad key": "x", "..": "y", "both": "z" }, "binaryData": { "both": "eA==" } }),
+        &[
+            "data[..]: Invalid value: \"..\": must not be '..'",
+            "data[bad key]: Invalid value: \"bad key\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+            "data[both]: Invalid value: \"both\": duplicate of key present in binaryData",
+        ]).await;
+    refused(&c, &format!("/api/v1/namespaces/{NS}/configmaps"),
+        json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "cm", "annotations": { "bad key!": "x" } } }),
+        &["metadata.annotations: Invalid value: \"bad key!\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"]).await;
+    refused(&c, &format!("/api/v1/namespaces/{NS}/configmaps"),
+        json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "cm", "annotations": { "a": "x".repeat(256 * 1024) } } }),
+        &["metadata.annotations: Too long: may not be more than 262144 bytes"]).await;
+    refused(&c, &format!("/apis/networking.k8s.io/v1/namespaces/{NS}/ingresses"),
+        json!({ "apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": { "name": "i" },
+            "spec": { "rules": [{ "http": { "paths": [
+                { "path": "/", "backend": { "service": { "name": "s", "port": { "number": 80 } } } },
+                { "path": "/b", "pathType": "Sometimes", "backend": { "service": { "name": "s", "port": { "number": 80 } } } }] } }] } }),
+        &[
+            "spec.rules[0].http.paths[0].pathType: Required value: pathType must be specified",
+            "spec.rules[0].http.paths[1].pathType: Unsupported value: \"Sometimes\": supported values: \"Exact\", \"ImplementationSpecific\", \"Prefix\"",
+        ]).await;
+    refused(&c, &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{NS}/roles"),
+        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": { "name": "r" },
+            "rules": [{ "apiGroups": [""], "resources": ["pods"] }, { "verbs": ["get"] }] }),
+        &[
+            "rules[0].verbs: Required value: verbs must contain at least one value",
+            "rules[1].apiGroups: Required value: resource rules must supply at least one api group",
+            "rules[1].resources: Required value: resource rules must supply at least one resource",
+        ]).await;
+    let cronjob = |schedule: &str| {
+        json!({
+            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": { "name": "cj" },
+            "spec": { "schedule": schedule, "jobTemplate": { "spec": { "template": { "spec": {
+                "restartPolicy": "Never", "containers": [{ "name": "c", "image": "i" }] } } } } }
+        })
+    };
+    let cronjobs = format!("/apis/batch/v1/namespaces/{NS}/cronjobs");
+    refused(&c, &cronjobs, cronjob("every minute"),
+        &["spec.schedule: Invalid value: \"every minute\": expected exactly 5 fields, found 2: [every minute]"]).await;
+    refused(&c, &cronjobs, cronjob("*/5 25 * * *"),
+        &["spec.schedule: Invalid value: \"*/5 25 * * *\": end of range (25) above maximum (23): 25"]).await;
+    refused(
+        &c,
+        &format!("/api/v1/namespaces/{NS}/persistentvolumeclaims"),
+        json!({ "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": { "name": "pvc" },
+            "spec": { "accessModes": ["ReadWriteOnce"] } }),
+        &["spec.resources[storage]: Required value"],
+    )
+    .await;
+    s.shutdown().await;
+}
+
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn immutable_fields_are_refused(backend: Backend) {
+    let s = Cluster::start(backend).await;
+    let c = s.client();
+    let pods = format!("/api/v1/namespaces/{NS}/pods");
+    let p = json!({ "apiVersion": "v1", "kind": "Pod", "metadata": { "name": "frozen" },
+        "spec": { "containers": [{ "name": "c", "image": "i" }] } });
+    let (code, body) = send(&c, "POST", &pods, &p).await;
+    assert_eq!(code, 201, "{body}");
+    // The image and the deadline may change.
+    let patch = json!([
+        { "op": "replace", "path": "/spec/containers/0/image", "value": "i2" },
+        { "op": "add", "path": "/spec/activeDeadlineSeconds", "value": 60 }
+    ]);
+    let (code, body) = send(&c, "PATCH", &format!("{pods}/frozen"), &patch).await;
+    assert_eq!(code, 200, "{body}");
+    // Nothing else.
+    let patch = json!({ "spec": { "restartPolicy": "Never" } });
+    let (code, body) = send(&c, "PATCH", &format!("{pods}/frozen"), &patch).await;
+    assert_eq!(code, 422, "{body}");
+    let cause = &causes(&body)[0];
+    assert!(
+        cause.starts_with("spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"),
+        "{cause}"
+    );
+
+    let jobs = format!("/apis/batch/v1/namespaces/{NS}/jobs");
+    let job = json!({ "apiVersion": "batch/v1", "kind": "Job", "metadata": { "name": "j" },
+        "spec": { "template": { "spec": { "restartPolicy": "Never", "containers": [{ "name": "c", "image": "i" }] } } } });
+    let (code, body) = send(&c, "POST", &jobs, &job).await;
+    assert_eq!(code, 201, "{body}");
+    let patch = json!({ "spec": { "template": { "spec": { "activeDeadlineSeconds": 5 } } } });
+    let (code, body) = send(&c, "PATCH", &format!("{jobs}/j"), &patch).await;
+    assert_eq!(code, 422, "{body}");
+    let cause = &causes(&body)[0];
+    assert!(
+        cause.starts_with("spec.template: Invalid value: "),
+        "{cause}"
+    );
+    assert!(cause.ends_with(": field is immutable"), "{cause}");
+    s.shutdown().await;
+}
