@@ -76,8 +76,10 @@ func Bytes(p, n uint32) []byte {
 func String(p uint32) string { return string(Bytes(U32(p), U32(p+4))) }
 
 // StringList reads a list<string> stored at p.
-func StringList(p uint32) [][]byte {
-	base, n := U32(p), U32(p+4)
+func StringList(p uint32) [][]byte { return Strings(U32(p), U32(p+4)) }
+
+// Strings reads the n strings of a list<string> whose elements are at base.
+func Strings(base, n uint32) [][]byte {
 	out := make([][]byte, n)
 	for i := range n {
 		e := base + 8*i
