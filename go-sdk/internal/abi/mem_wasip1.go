@@ -49,11 +49,13 @@ func PostReturn() {
 	keep = keep[:0]
 }
 
+// ptr is linear memory address p as a pointer (nil for 0). Addresses the
+// host hands over are not Go pointers; unsafe.Add from nil says so to vet.
 func ptr(p uint32) unsafe.Pointer {
 	if p == 0 {
 		return nil
 	}
-	return unsafe.Pointer(uintptr(p))
+	return unsafe.Add(nil, uintptr(p))
 }
 
 // U8 reads the byte at p.
