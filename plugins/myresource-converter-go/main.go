@@ -1,5 +1,5 @@
 // The conversion webhook of MyResource as a Gantry converter, in Go: the
-// port of plugins/myresource-converter (same conversions, same messages).
+// port of plugins/myresource-converter (same conversions and refusals).
 // example.com/v1alpha1 <-> example.com/v1:
 //
 //	v1alpha1              v1
