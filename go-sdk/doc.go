@@ -34,9 +34,12 @@
 //
 // `gantry plugin build DIR` compiles it with the standard Go toolchain for
 // GOOS=wasip1 GOARCH=wasm (-buildmode=c-shared) and turns the module into
-// a component of the `reconciler` world. The same code runs natively under
-// `go test`: build a request with [NewRequest] and call your reconciler.
+// a component of the `reconciler` world (`reconciler-capable` when it
+// uses gantry.dev/go-sdk/http or gantry.dev/go-sdk/metrics, the host's
+// outbound HTTP and metrics). The same code runs natively under `go test`:
+// build a request with [NewRequest] and call your reconciler.
 //
-// Admission policies use the package gantry.dev/go-sdk/policy instead
-// (a plugin uses one of the two).
+// Admission policies use the package gantry.dev/go-sdk/policy instead,
+// CRD converters gantry.dev/go-sdk/converter (a plugin uses one of the
+// three).
 package gantry

@@ -42,13 +42,26 @@ func InvalidInput(message string) *Error {
 	return Permanent(ReasonInvalidInput, message)
 }
 
+// Reasoned is an error that chooses the reason and retryability it is
+// reported with, as gantry.dev/go-sdk/http's errors do ("HttpError").
+type Reasoned interface {
+	error
+	Reason() string
+	Retryable() bool
+}
+
 // AsError maps any error to what the host receives: the reason and
-// retryability of the first [*Error] in its chain (else [ReasonFailed],
-// retryable), and the whole chain's message.
+// retryability of the first [*Error] in its chain, else of the first
+// [Reasoned] error, else [ReasonFailed] and retryable; and the whole
+// chain's message.
 func AsError(err error) Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return Error{Reason: e.Reason, Message: err.Error(), Retryable: e.Retryable}
+	}
+	var r Reasoned
+	if errors.As(err, &r) {
+		return Error{Reason: r.Reason(), Message: err.Error(), Retryable: r.Retryable()}
 	}
 	return Error{Reason: ReasonFailed, Message: err.Error(), Retryable: true}
 }

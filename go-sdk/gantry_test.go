@@ -11,6 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"gantry.dev/go-sdk/http"
 )
 
 const parent = `{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"t","namespace":"ns","generation":4}}`
@@ -127,5 +129,18 @@ func TestCallRunsTheRegisteredReconciler(t *testing.T) {
 	}
 	if err := CallValidateConfig(json.RawMessage(`{`)); err == nil {
 		t.Fatal("invalid JSON")
+	}
+}
+
+func TestHTTPErrorsAreReportedAsHttpError(t *testing.T) {
+	_, err := http.Get("http://127.0.0.1:1").Send()
+	wrapped := fmt.Errorf("listing backups: %w", err)
+	want := Error{Reason: "HttpError", Message: "listing backups: HTTP not granted: outbound HTTP is only available in a component"}
+	if e := AsError(wrapped); e != want {
+		t.Fatalf("got %+v", e)
+	}
+	timeout := &http.Error{Kind: http.Timeout, Message: "no answer"}
+	if e := AsError(timeout); !e.Retryable || e.Reason != "HttpError" {
+		t.Fatalf("got %+v", e)
 	}
 }

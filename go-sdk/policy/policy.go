@@ -24,8 +24,9 @@
 //
 //	func main() {}
 //
-// A plugin imports this package or the reconciler SDK (gantry.dev/go-sdk),
-// not both: each brings its world's exports.
+// A plugin imports this package, the reconciler SDK (gantry.dev/go-sdk) or
+// the converter package, only one of them: each brings its world's
+// exports.
 package policy
 
 import (

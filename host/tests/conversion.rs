@@ -460,4 +460,83 @@ async fn a_scaffolded_converter_passes_its_test_and_goes_into_service(backend: B
     );
     let newer = get(&v1, "formal").await.unwrap();
     assert_eq!(newer["spec"], json!({"who": "everyone", "style": "formal"}));
+
+/// The Go port of the converter (`plugins/myresource-converter-go`, on the
+/// Go SDK's converter package), built from its source directory by
+/// `gantry convert run`: the Rust converter's answers, a lossless round
+/// trip, and a refusal that names the object.
+#[test]
+fn convert_run_builds_and_runs_a_go_converter() {
+    let go = gantry::toolchain::source_workspace_root().join("plugins/myresource-converter-go");
+    let go = go.to_str().unwrap();
+    let rust = component("myresource-converter");
+    let objects = example("example.yaml");
+    let objects = objects.to_str().unwrap();
+    let run = |plugin: &str, objects: &str, to: &str| {
+        convert_run(&[
+            "--plugin",
+            plugin,
+            "--objects",
+            objects,
+            "--to",
+            to,
+            "--round-trip",
+            "--deadline-ms",
+            "10000",
+        ])
+    };
+    let parse =
+        |out: &str| -> Value { serde_yaml::from_str(out.trim_start_matches("---\n")).unwrap() };
+    let (code, go_v1, err) = run(go, objects, "example.com/v1");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("every object came back unchanged"), "{err}");
+    let (code, rust_v1, err) = run(rust.to_str().unwrap(), objects, "example.com/v1");
+    assert_eq!(code, 0, "{err}");
+    let at_v1 = parse(&go_v1);
+    assert_eq!(at_v1, parse(&rust_v1));
+    assert_eq!(
+        at_v1["spec"]["image"],
+        json!({"repository": "registry.example.com:5000/web", "tag": "1.4"})
+    );
+
+    // Down from v1 with a field v1alpha1 lacks, and back: lossless.
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, spec: &str| {
+        let path = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: example.com/v1\nkind: MyResource\nmetadata:\n  name: {name}\n  namespace: default\nspec: {spec}\n"
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let paused = write(
+        "paused",
+        "{instances: 2, paused: true, image: {repository: web, digest: 'sha256:1'}}",
+    );
+    let (code, at_alpha, err) = run(go, paused.to_str().unwrap(), "example.com/v1alpha1");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("every object came back unchanged"), "{err}");
+    let at_alpha = parse(&at_alpha);
+    assert_eq!(
+        at_alpha["spec"],
+        json!({"replicas": 2, "image": "web@sha256:1"})
+    );
+    assert_eq!(
+        at_alpha["metadata"]["annotations"]["myresource.example.com/v1-fields"],
+        r#"{"paused":true}"#
+    );
+
+    // What cannot be converted is refused, naming the object.
+    let tagged = write("tagged", "{image: {repository: 'web:2'}}");
+    let (code, _, err) = run(go, tagged.to_str().unwrap(), "example.com/v1alpha1");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(
+            r#"default/tagged: spec.image.repository "web:2" must not carry a tag or digest"#
+        ),
+        "{err}"
+    );
 }

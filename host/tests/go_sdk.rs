@@ -10,12 +10,17 @@ use gantry::runtime::{CallError, Limits, PolicyPlugin, Runtime};
 use gantry_sdk::{AdmissionRequest, Mutation, json};
 use serde_json::Value;
 
-/// `go test ./...` of the SDK (its arena, encoding, request and response)
-/// and of the Go plugins' logic.
+/// `go test ./...` of the SDK (its arena, encoding, request and response,
+/// converter loop, HTTP client natively) and of the Go plugins' logic.
 #[test]
 fn the_go_sdk_and_go_plugins_pass_their_go_tests() {
     let root = gantry::toolchain::source_workspace_root();
-    for dir in ["go-sdk", "plugins/memcached-go", "plugins/guestbook"] {
+    for dir in [
+        "go-sdk",
+        "plugins/memcached-go",
+        "plugins/guestbook",
+        "plugins/myresource-converter-go",
+    ] {
         let out = std::process::Command::new("go")
             .args(["test", "./..."])
             .current_dir(root.join(dir))

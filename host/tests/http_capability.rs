@@ -1,6 +1,7 @@
 //! Outbound HTTP as a capability (issue 15, item 1), on the sandbox: the
 //! `backup-job` example against a loopback backup service, with grants
-//! built as a binding's would be.
+//! built as a binding's would be; and the same plugin in Go
+//! (`fixtures/go-backup-job`), on the Go SDK's `http` and `metrics`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -16,11 +17,14 @@ use gantry_test_support::backup_service::{BackupService, Mode};
 
 const TOKEN: &str = "Bearer s3cret-token";
 
-fn plugin() -> Arc<ReconcilerPlugin> {
+fn runtime() -> &'static Runtime {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-    let runtime = RUNTIME.get_or_init(|| Runtime::with_defaults().unwrap());
+    RUNTIME.get_or_init(|| Runtime::with_defaults().unwrap())
+}
+
+fn plugin() -> Arc<ReconcilerPlugin> {
     let bytes = example_plugin("backup-job").expect("backup-job builds");
-    runtime.load_reconciler("backup-job", &bytes).unwrap()
+    runtime().load_reconciler("backup-job", &bytes).unwrap()
 }
 
 fn spec(yaml: &str) -> HttpSpec {
@@ -323,4 +327,135 @@ async fn plugin_run_grants_what_the_binding_grants() {
     });
     assert_eq!(code, Some(5), "{err}");
     assert!(err.contains("expected SECRET/KEY=VALUE"), "{err}");
+
+/// The same plugin in Go (`fixtures/go-backup-job`), on the Go SDK's
+/// `http` and `metrics` packages.
+fn go_plugin() -> Arc<ReconcilerPlugin> {
+    static GO: OnceLock<Arc<ReconcilerPlugin>> = OnceLock::new();
+    GO.get_or_init(|| {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/go-backup-job");
+        let built = gantry::toolchain::go::build_plugin(&dir).expect("go-backup-job builds");
+        runtime()
+            .load_reconciler("go-backup-job", &std::fs::read(built).unwrap())
+            .unwrap()
+    })
+    .clone()
+}
+
+async fn go_call(
+    service: &BackupService,
+    name: &str,
+    finalizing: bool,
+    grants: Grants,
+) -> Result<Response, CallError> {
+    go_plugin()
+        .reconcile_with(
+            request(&service.origin(), name, finalizing),
+            // Go starts its runtime in every call: room for that.
+            Limits {
+                memory_bytes: 128 << 20,
+                ..limits(10_000)
+            },
+            grants,
+        )
+        .await
+}
+
+/// The plugin error of `result`: (reason, message, retryable).
+fn go_error(result: Result<Response, CallError>) -> (String, String, bool) {
+    match result {
+        Err(CallError::Plugin(e)) => (e.reason, e.message, e.retryable),
+        other => panic!("expected a plugin error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_go_plugin_sends_requests_and_records_metrics() {
+    let service = BackupService::start().await;
+    let metrics = Arc::new(CapabilityMetrics::default());
+    let granted = grants(&allow(&service.origin()), &metrics, false);
+    assert!(go_plugin().imports_http(), "a reconciler-capable component");
+
+    let listed = go_call(&service, "db", false, granted.clone())
+        .await
+        .unwrap();
+    assert_eq!(listed.status, Some(json!({"remoteBackups": 3})));
+    let first = go_call(&service, "db", true, granted.clone())
+        .await
+        .unwrap();
+    assert!(!first.finalized && first.requeue_after == Some(Duration::from_secs(1)));
+    assert_eq!(first.conditions[0].reason, "DeletingBackups");
+    let second = go_call(&service, "db", true, granted).await.unwrap();
+    assert!(second.finalized);
+
+    let seen = service.seen();
+    let methods: Vec<&str> = seen.iter().map(|s| s.method.as_str()).collect();
+    assert_eq!(methods, ["GET", "DELETE", "DELETE"]);
+    assert!(
+        seen.iter()
+            .all(|s| s.path == "/v1/backups/ns/db" && s.authorization.as_deref() == Some(TOKEN))
+    );
+    let mut registry = prometheus_client::registry::Registry::with_prefix("gantry");
+    metrics.register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    for outcome in ["in_progress", "done"] {
+        assert!(
+            text.contains(&format!(
+                "gantry_plugin_metric_backup_deletion_polls_total{{binding=\"backups\",digest=\"d1\",outcome=\"{outcome}\"}} 1"
+            )),
+            "{text}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_go_plugin_gets_the_hosts_refusals_as_http_errors() {
+    let service = BackupService::start().await;
+    let metrics = Arc::new(CapabilityMetrics::default());
+
+    let (reason, message, retryable) =
+        go_error(go_call(&service, "db", false, Grants::default()).await);
+    assert_eq!(reason, "HttpError");
+    assert!(message.starts_with("HTTP not granted: "), "{message}");
+    assert!(!retryable);
+
+    let elsewhere = grants(&allow("http://127.0.0.1:9"), &metrics, false);
+    let (reason, message, retryable) = go_error(go_call(&service, "db", false, elsewhere).await);
+    assert_eq!(reason, "HttpError");
+    assert!(
+        message.starts_with("HTTP not allowed: ")
+            && message.contains("is not in the binding's allow list"),
+        "{message}"
+    );
+    assert!(!retryable);
+    assert!(service.seen().is_empty(), "nothing was sent");
+
+    let granted = grants(&allow(&service.origin()), &metrics, false);
+    let (_, message, _) = go_error(go_call(&service, "redirect-out", false, granted).await);
+    assert!(message.contains("redirect refused"), "{message}");
+
+    // A 2 MiB body reaches the plugin whole (through cabi_realloc during
+    // the import), which then fails to decode it as JSON.
+    let roomy = spec(&format!(
+        "allow: [\"{}\"]\nmaxResponseBytes: 4194304",
+        service.origin()
+    ));
+    let (_, message, _) =
+        go_error(go_call(&service, "big", false, grants(&roomy, &metrics, false)).await);
+    assert!(
+        message.starts_with("HTTP decode: invalid character 'x'"),
+        "{message}"
+    );
+    let small = spec(&format!(
+        "allow: [\"{}\"]\nmaxResponseBytes: 1024",
+        service.origin()
+    ));
+    let (_, message, _) =
+        go_error(go_call(&service, "big", false, grants(&small, &metrics, false)).await);
+    assert!(
+        message.starts_with("HTTP too large: ") && message.contains("over the cap of 1024 bytes"),
+        "{message}"
+    );
 }

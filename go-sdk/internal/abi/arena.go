@@ -108,5 +108,20 @@ func (a *Arena) Reset() {
 	a.used = 0
 }
 
+// Mark is a position in an arena, to free back to with Release.
+type Mark struct{ cur, used int }
+
+// Mark is the arena's current position.
+func (a *Arena) Mark() Mark { return Mark{a.cur, a.used} }
+
+// Release frees what was allocated since m (an import's results, once
+// copied out), keeping the chunks.
+func (a *Arena) Release(m Mark) {
+	a.cur = m.cur
+	if a.used = m.used; a.used > len(a.chunks[a.cur]) {
+		a.used = len(a.chunks[a.cur])
+	}
+}
+
 // Chunks is how many chunks the arena has (for tests).
 func (a *Arena) Chunks() int { return len(a.chunks) }

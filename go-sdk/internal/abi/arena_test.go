@@ -74,3 +74,23 @@ func TestReallocCopiesTheOldBlock(t *testing.T) {
 		t.Fatal("shrinking moved the block")
 	}
 }
+
+func TestReleaseFreesWhatCameAfterTheMark(t *testing.T) {
+	a := NewArena(64)
+	kept := a.Alloc(16, 8)
+	*(*byte)(kept) = 7
+	m := a.Mark()
+	first := a.Alloc(40, 8)
+	a.Alloc(100, 8) // a second chunk
+	a.Release(m)
+	again := a.Alloc(40, 8)
+	if again != first {
+		t.Fatalf("after Release the arena did not reuse the block at the mark")
+	}
+	if *(*byte)(kept) != 7 {
+		t.Fatal("Release freed a block from before the mark")
+	}
+	if a.Chunks() != 2 {
+		t.Fatalf("%d chunks, want the second kept", a.Chunks())
+	}
+}

@@ -49,11 +49,13 @@ func PostReturn() {
 	keep = keep[:0]
 }
 
+// ptr is linear memory address p as a pointer (nil for 0). Addresses the
+// host hands over are not Go pointers; unsafe.Add from nil says so to vet.
 func ptr(p uint32) unsafe.Pointer {
 	if p == 0 {
 		return nil
 	}
-	return unsafe.Pointer(uintptr(p))
+	return unsafe.Add(nil, uintptr(p))
 }
 
 // U8 reads the byte at p.
@@ -76,8 +78,10 @@ func Bytes(p, n uint32) []byte {
 func String(p uint32) string { return string(Bytes(U32(p), U32(p+4))) }
 
 // StringList reads a list<string> stored at p.
-func StringList(p uint32) [][]byte {
-	base, n := U32(p), U32(p+4)
+func StringList(p uint32) [][]byte { return Strings(U32(p), U32(p+4)) }
+
+// Strings reads the n strings of a list<string> whose elements are at base.
+func Strings(base, n uint32) [][]byte {
 	out := make([][]byte, n)
 	for i := range n {
 		e := base + 8*i

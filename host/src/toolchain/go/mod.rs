@@ -7,9 +7,12 @@
 //! ships (`wasi-preview1-component-adapter-provider`).
 //!
 //! A Go plugin is a directory with a `go.mod` whose main package registers
-//! its reconciler (or policy) with the SDK. The world is read from the
-//! module's exports: the SDK's `gantry.dev/go-sdk/policy` package exports
-//! the `policy` world, the root package the `reconciler` world.
+//! its reconciler (or policy, or converter) with the SDK. The world is read
+//! from the module's exports and imports (see [`world_of`]): the SDK's
+//! `gantry.dev/go-sdk/policy` package exports the `policy` world, its
+//! `converter` package the `converter` world, the root package the
+//! `reconciler` world, or `reconciler-capable` with the `http` or
+//! `metrics` package.
 //!
 //! Pins: the Go toolchain is [`GO_TOOLCHAIN`] (`GOTOOLCHAIN`: the `go` on
 //! `PATH` switches to it, fetching it through the Go module proxy when it is
@@ -21,6 +24,9 @@
 
 mod adapter_heap;
 pub mod crd;
+mod world;
+
+pub use world::world_of;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,11 +37,6 @@ use super::cache;
 
 /// The Go toolchain plugins are built with.
 pub const GO_TOOLCHAIN: &str = "go1.26.8";
-
-/// The export that makes a Go module a policy (the SDK's policy package).
-const POLICY_EXPORT: &str = "gantry:plugin/admission@0.1.0#validate";
-/// The export that makes a Go module a reconciler (the SDK's root package).
-const RECONCILE_EXPORT: &str = "gantry:plugin/reconcile@0.1.0#reconcile";
 
 /// The linker flags: no symbol table or DWARF (Go's own
 /// panic traces still name functions).
@@ -158,35 +159,6 @@ fn remember(cached: &Path, name: &str, component: &[u8]) {
     let tmp = cached.with_extension(format!("{}.tmp", std::process::id()));
     if std::fs::write(&tmp, component).is_ok() {
         let _ = std::fs::rename(&tmp, cached);
-    }
-}
-
-/// The world a core module built with the SDK implements, from its exports.
-pub fn world_of(module: &[u8]) -> anyhow::Result<&'static str> {
-    let mut policy = false;
-    let mut reconciler = false;
-    for payload in wasmparser::Parser::new(0).parse_all(module) {
-        if let wasmparser::Payload::ExportSection(exports) =
-            payload.context("reading the module")?
-        {
-            for export in exports {
-                match export.context("reading the module's exports")?.name {
-                    POLICY_EXPORT => policy = true,
-                    RECONCILE_EXPORT => reconciler = true,
-                    _ => {}
-                }
-            }
-        }
-    }
-    match (reconciler, policy) {
-        (true, false) => Ok("reconciler"),
-        (false, true) => Ok("policy"),
-        (true, true) => bail!(
-            "the module exports both the reconciler and the policy world: import gantry.dev/go-sdk or gantry.dev/go-sdk/policy, not both"
-        ),
-        (false, false) => bail!(
-            "the module exports neither `{RECONCILE_EXPORT}` nor `{POLICY_EXPORT}`: does the main package import gantry.dev/go-sdk (or its policy package)?"
-        ),
     }
 }
 
