@@ -21,7 +21,8 @@ pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> Option<ApiRes
                 let mut o = Map::new();
                 o.insert("metadata".into(), meta(p.metadata));
                 opt(&mut o, "value", p.value);
-                opt(&mut o, "globalDefault", p.global_default);
+                // Go omits a false globalDefault.
+                opt(&mut o, "globalDefault", p.global_default.filter(|g| *g));
                 put_str(&mut o, "description", p.description.as_deref());
                 put_str(&mut o, "preemptionPolicy", p.preemption_policy.as_deref());
                 Value::Object(o)
