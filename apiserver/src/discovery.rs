@@ -81,10 +81,10 @@ fn groups(registry: &Registry) -> BTreeMap<String, Vec<String>> {
             e.push((r.preferred, r.version.clone()));
         }
     }
-    for (group, version, ..) in REVIEWS {
-        let e = out.entry((*group).to_string()).or_default();
-        if !e.iter().any(|(_, v)| v == version) {
-            e.push((true, (*version).to_string()));
+    for r in REVIEWS {
+        let e = out.entry(r.group.to_string()).or_default();
+        if !e.iter().any(|(_, v)| v == r.version) {
+            e.push((true, r.version.to_string()));
         }
     }
     out.into_iter()
@@ -126,29 +126,39 @@ pub fn group(registry: &Registry, name: &str) -> Option<Value> {
 }
 
 /// Resources that are only ever created and answered, never stored.
-const REVIEWS: &[(&str, &str, &str, &str)] = crate::auth::reviews::RESOURCES;
+const REVIEWS: &[crate::auth::reviews::Review] = crate::auth::reviews::RESOURCES;
 
 /// Discovery entries of the review resources in `group`/`version`: v1
 /// `APIResource`s, or aggregated (`v2`) ones.
 fn reviews(group: &str, version: &str, v2: bool) -> Vec<Value> {
     REVIEWS
         .iter()
-        .filter(|(g, v, ..)| *g == group && *v == version)
-        .map(|(g, v, plural, kind)| {
-            let singular = kind.to_ascii_lowercase();
+        .filter(|r| r.group == group && r.version == version)
+        .map(|r| {
+            let singular = r.kind.to_ascii_lowercase();
             if v2 {
+                let scope = if r.namespaced {
+                    "Namespaced"
+                } else {
+                    "Cluster"
+                };
                 json!({
-                    "resource": plural, "responseKind": kind_ref(g, v, kind), "scope": "Cluster",
-                    "singularResource": singular, "verbs": ["create"],
+                    "resource": r.plural, "responseKind": kind_ref(r.group, r.version, r.kind),
+                    "scope": scope, "singularResource": singular, "verbs": ["create"],
                 })
             } else {
                 json!({
-                    "name": plural, "singularName": singular, "namespaced": false,
-                    "kind": kind, "verbs": ["create"],
+                    "name": r.plural, "singularName": singular, "namespaced": r.namespaced,
+                    "kind": r.kind, "verbs": ["create"],
                 })
             }
         })
         .collect()
+}
+
+/// Whether `r` is core's Pod, which has the `eviction` subresource.
+fn is_pods(r: &ResourceInfo) -> bool {
+    r.group.is_empty() && r.plural == "pods"
 }
 
 /// Whether `r` is core's ServiceAccount, which has the `token` subresource.
@@ -229,6 +239,12 @@ fn resource_json(r: &ResourceInfo) -> Vec<Value> {
             "kind": "Namespace", "verbs": ["update"]
         }));
     }
+    if is_pods(r) {
+        out.push(json!({
+            "name": "pods/eviction", "singularName": "", "namespaced": true,
+            "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]
+        }));
+    }
     if is_service_accounts(r) {
         out.push(json!({
             "name": "serviceaccounts/token", "singularName": "", "namespaced": true,
@@ -292,6 +308,13 @@ fn resource_v2(r: &ResourceInfo) -> Value {
             "subresource": "finalize",
             "responseKind": kind_ref("", "v1", "Namespace"),
             "verbs": ["update"],
+        }));
+    }
+    if is_pods(r) {
+        subresources.push(json!({
+            "subresource": "eviction",
+            "responseKind": kind_ref("policy", "v1", "Eviction"),
+            "verbs": ["create"],
         }));
     }
     if is_service_accounts(r) {

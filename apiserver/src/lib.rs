@@ -19,6 +19,7 @@
 
 pub mod access;
 pub mod admission;
+pub mod apiservices;
 pub mod app;
 pub mod auth;
 pub mod config;

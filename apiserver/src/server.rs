@@ -63,9 +63,11 @@ fn bootstrap(app: &App) {
     }
     // Webhook configurations from a durable store are called right away.
     app.webhooks.reload(&app.store);
+    let apiservices = crate::apiservices::objects(&crate::apiservices::served(&app.registry));
     let _ = app.store.commit(|view| {
         let policy = crate::auth::bootstrap::objects()
             .into_iter()
+            .chain(apiservices)
             .filter(|(key, _)| view.get(key).is_none())
             .map(|(key, obj)| crate::storage::Write::Put(key, obj));
         let writes = ["default", "kube-system", "kube-public", "kube-node-lease"]

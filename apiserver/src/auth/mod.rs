@@ -11,6 +11,7 @@
 pub mod bootstrap;
 pub mod rbac;
 pub mod reviews;
+pub mod subject_reviews;
 pub mod tokens;
 
 use axum::body::Body;
@@ -48,6 +49,27 @@ pub fn authenticate(app: &App, req: &Request<Body>) -> Result<UserInfo, ApiError
     } else {
         Err(ApiError::Unauthorized)
     }
+}
+
+/// The user `token` names for `audiences` (a `TokenReview`), with the
+/// audiences it is good for: the admin token is the API server's own
+/// (audience-agnostic, as kube's static tokens), a service-account token
+/// must name one of `audiences` and an account that still exists.
+pub fn user_of_token(
+    app: &App,
+    token: &str,
+    audiences: &[String],
+) -> Option<(UserInfo, Vec<String>)> {
+    if let Some(admin) = &app.config.token
+        && crate::access::tokens_equal(token, admin)
+    {
+        let api = tokens::API_AUDIENCE.to_string();
+        return audiences
+            .contains(&api)
+            .then(|| (UserInfo::admin(), vec![api]));
+    }
+    let (verified, shared) = app.service_account_tokens.verify_for(token, audiences)?;
+    account_exists(app, &verified).then(|| (verified.user(), shared))
 }
 
 /// Whether the account a token names still exists with the same UID (kube

@@ -13,68 +13,117 @@ use serde_json::{Value, json};
 
 use super::rbac::{self, Attributes};
 use crate::admission::UserInfo;
+use crate::app::App;
 use crate::error::{ApiError, Cause};
 use crate::http::request::ResourcePath;
 use crate::storage::Store;
 
-/// The review resources: (group, version, plural, kind).
-pub const RESOURCES: &[(&str, &str, &str, &str)] = &[
-    (
-        "authorization.k8s.io",
-        "v1",
+/// A review resource: created and answered, never stored.
+pub struct Review {
+    /// API group.
+    pub group: &'static str,
+    /// Version.
+    pub version: &'static str,
+    /// Resource (plural).
+    pub plural: &'static str,
+    /// Kind.
+    pub kind: &'static str,
+    /// Sent to a namespace (`LocalSubjectAccessReview`).
+    pub namespaced: bool,
+}
+
+const fn review(
+    group: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+) -> Review {
+    Review {
+        group,
+        version: "v1",
+        plural,
+        kind,
+        namespaced,
+    }
+}
+
+const AUTHZ: &str = "authorization.k8s.io";
+const AUTHN: &str = "authentication.k8s.io";
+
+/// The review resources.
+pub const RESOURCES: &[Review] = &[
+    review(
+        AUTHZ,
         "selfsubjectaccessreviews",
         "SelfSubjectAccessReview",
+        false,
     ),
-    (
-        "authorization.k8s.io",
-        "v1",
+    review(
+        AUTHZ,
         "selfsubjectrulesreviews",
         "SelfSubjectRulesReview",
+        false,
     ),
-    (
-        "authentication.k8s.io",
-        "v1",
-        "selfsubjectreviews",
-        "SelfSubjectReview",
+    review(AUTHZ, "subjectaccessreviews", "SubjectAccessReview", false),
+    review(
+        AUTHZ,
+        "localsubjectaccessreviews",
+        "LocalSubjectAccessReview",
+        true,
     ),
+    review(AUTHN, "selfsubjectreviews", "SelfSubjectReview", false),
+    review(AUTHN, "tokenreviews", "TokenReview", false),
 ];
 
-/// The review resource a request path names (`group/version/plural`, no
-/// namespace, name or subresource), if any.
+/// The review resource a request path names (`group/version/plural`, in a
+/// namespace exactly for the namespaced ones, no name or subresource), if any.
 pub fn plural(group: &str, version: &str, path: &ResourcePath) -> Option<&'static str> {
-    if path.namespace.is_some() || path.name.is_some() || path.subresource.is_some() {
+    if path.name.is_some() || path.subresource.is_some() {
         return None;
     }
     RESOURCES
         .iter()
-        .find(|(g, v, p, _)| *g == group && *v == version && *p == path.resource)
-        .map(|(_, _, p, _)| *p)
+        .find(|r| {
+            r.group == group
+                && r.version == version
+                && r.plural == path.resource
+                && r.namespaced == path.namespace.is_some()
+        })
+        .map(|r| r.plural)
 }
 
-/// Answers a review `POSTed` to `plural` by `user`: the review with its
-/// `status` filled in.
+/// Answers a review `POSTed` to `plural` (in `namespace` for a local one)
+/// by `user`: the review with its `status` filled in.
 pub fn answer(
-    store: &Store,
+    app: &App,
     user: &UserInfo,
     plural: &str,
+    namespace: Option<&str>,
     body: &Value,
 ) -> Result<Value, ApiError> {
+    use super::subject_reviews as subject;
+    let store = &app.store;
     match plural {
         "selfsubjectaccessreviews" => access_review(store, user, body),
         "selfsubjectrulesreviews" => rules_review(store, user, body),
+        "subjectaccessreviews" => subject::access_review(app, body),
+        "localsubjectaccessreviews" => {
+            subject::local_access_review(app, namespace.unwrap_or_default(), body)
+        }
+        "tokenreviews" => subject::token_review(app, body),
         _ => Ok(who_am_i(user)),
     }
 }
 
 /// Decodes `body` as kube's typed `T` (unknown fields dropped, types checked).
-fn decode<T: DeserializeOwned>(body: &Value, kind: &str) -> Result<T, ApiError> {
+pub(super) fn decode<T: DeserializeOwned>(body: &Value, kind: &str) -> Result<T, ApiError> {
     serde_json::from_value(body.clone())
         .map_err(|e| ApiError::bad_request(format!("error decoding {kind}: {e}")))
 }
 
 /// The review as kube answers it: access and rules reviews with the
 /// request's metadata (no creation time), a `SelfSubjectReview` created now.
-fn encode<T: Serialize>(review: &T, kind: &str, api_version: &str) -> Value {
+pub(super) fn encode<T: Serialize>(review: &T, kind: &str, api_version: &str) -> Value {
     let mut out = serde_json::to_value(review).expect("a typed review encodes");
     out["kind"] = json!(kind);
     out["apiVersion"] = json!(api_version);
@@ -103,12 +152,14 @@ fn access_review(store: &Store, user: &UserInfo, body: &Value) -> Result<Value, 
         },
         (Some(_), Some(_)) => {
             return Err(invalid_spec(
+                "SelfSubjectAccessReview",
                 "spec.nonResourceAttributes",
                 "cannot be specified in combination with resourceAttributes",
             ));
         }
         (None, None) => {
             return Err(invalid_spec(
+                "SelfSubjectAccessReview",
                 "spec.resourceAttributes",
                 "exactly one of nonResourceAttributes or resourceAttributes must be specified",
             ));
@@ -127,12 +178,12 @@ fn access_review(store: &Store, user: &UserInfo, body: &Value) -> Result<Value, 
     ))
 }
 
-/// kube's 422 for a `SelfSubjectAccessReview` spec that names both or
-/// neither kind of attributes.
-fn invalid_spec(field: &str, why: &str) -> ApiError {
+/// kube's 422 for an access review spec whose attributes are wrong (both,
+/// neither, or nonresource ones where they are not allowed).
+pub(super) fn invalid_spec(kind: &str, field: &str, why: &str) -> ApiError {
     ApiError::invalid(
         "authorization.k8s.io",
-        "SelfSubjectAccessReview",
+        kind,
         "",
         vec![Cause {
             reason: "FieldValueInvalid".into(),

@@ -144,21 +144,48 @@ impl Signer {
     /// [`API_AUDIENCE`]). Whether the account still exists is the caller's
     /// check.
     pub fn verify(&self, token: &str) -> Option<Verified> {
+        self.verify_for(token, &[API_AUDIENCE.to_string()])
+            .map(|(verified, _)| verified)
+    }
+
+    /// The audiences of a token this server signed (and not expired), whoever
+    /// it is meant for.
+    pub fn audiences_of(&self, token: &str) -> Option<Vec<String>> {
         let mut validation = Validation::new(Algorithm::HS256);
-        validation.set_audience(&[API_AUDIENCE]);
+        validation.validate_aud = false;
+        validation.set_issuer(&[API_AUDIENCE]);
+        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation).ok()?;
+        Some(data.claims.aud)
+    }
+
+    /// As [`Signer::verify`], for a token meant for any of `audiences`;
+    /// also the audiences the token and `audiences` share (a `TokenReview`
+    /// answers with them).
+    pub fn verify_for(&self, token: &str, audiences: &[String]) -> Option<(Verified, Vec<String>)> {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_audience(audiences);
         validation.set_issuer(&[API_AUDIENCE]);
         validation.set_required_spec_claims(&["exp", "aud", "iss", "sub"]);
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation).ok()?;
         let claims = data.claims;
+        let shared = claims
+            .aud
+            .iter()
+            .filter(|a| audiences.contains(a))
+            .cloned()
+            .collect();
         (claims.sub
             == service_account_username(
                 &claims.kubernetes.namespace,
                 &claims.kubernetes.serviceaccount.name,
             ))
-        .then_some(Verified {
-            namespace: claims.kubernetes.namespace,
-            account: claims.kubernetes.serviceaccount,
-        })
+        .then_some((
+            Verified {
+                namespace: claims.kubernetes.namespace,
+                account: claims.kubernetes.serviceaccount,
+            },
+            shared,
+        ))
     }
 }
 

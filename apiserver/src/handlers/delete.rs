@@ -21,11 +21,11 @@ use crate::storage::{View, Write};
 
 /// Parsed `DeleteOptions` (body and query).
 #[derive(Clone, Debug)]
-struct DeleteOptions {
+pub(crate) struct DeleteOptions {
     uid: Option<String>,
-    resource_version: Option<String>,
+    pub(crate) resource_version: Option<String>,
     policy: Option<Propagation>,
-    dry_run: bool,
+    pub(crate) dry_run: bool,
     /// The `DeleteOptions` object webhooks see.
     json: Value,
 }
@@ -33,10 +33,25 @@ struct DeleteOptions {
 fn options(r: &ResourceRequest) -> ApiResult<DeleteOptions> {
     let body: Value = if r.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
+    } else if r.content_type() == "application/vnd.kubernetes.protobuf" {
+        let body = crate::protobuf::decode(&r.body)?;
+        if body["kind"] != "DeleteOptions" {
+            return Err(ApiError::bad_request(format!(
+                "error decoding DeleteOptions: the body is a {}",
+                body["kind"].as_str().unwrap_or("")
+            )));
+        }
+        body
     } else {
         serde_json::from_slice(&r.body)
             .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
     };
+    options_from(r, &body)
+}
+
+/// `DeleteOptions` from their JSON `body` (a DELETE's, or an `Eviction`'s) and the
+/// request's query.
+pub(crate) fn options_from(r: &ResourceRequest, body: &Value) -> ApiResult<DeleteOptions> {
     let policy_str = r
         .query
         .get("propagationPolicy")
@@ -95,7 +110,7 @@ fn options(r: &ResourceRequest) -> ApiResult<DeleteOptions> {
 }
 
 /// The outcome of deleting one object.
-enum Deleted {
+pub(crate) enum Deleted {
     Gone(Value),
     Pending(Value),
 }
@@ -110,6 +125,18 @@ fn delete_one(
     let obj = view
         .get(key)
         .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
+    delete_live(info, key, name, obj, opts)
+}
+
+/// Deletes `obj`, the live object at `key` (or a changed copy of it, whose last state
+/// the DELETED event then carries): preconditions, finalizers, propagation.
+pub(crate) fn delete_live(
+    info: &ResourceInfo,
+    key: &str,
+    name: &str,
+    obj: &Value,
+    opts: &DeleteOptions,
+) -> ApiResult<(Deleted, Vec<Write>)> {
     if let Some(uid) = &opts.uid {
         let actual = meta::uid(obj);
         if uid != actual {
@@ -146,7 +173,7 @@ fn delete_one(
         });
     }
     let policy = opts.policy.unwrap_or(Propagation::Background);
-    let mut target = (**obj).clone();
+    let mut target = obj.clone();
     if is_ns && !meta::is_deleting(&target) {
         target["status"] = json!({ "phase": "Terminating" });
     }
@@ -163,14 +190,14 @@ fn delete_one(
     let (out, writes) = match lifecycle::delete(key, &target, policy, is_ns, marking) {
         Deletion::Removed(_) if is_graceful(info) && !meta::is_deleting(obj) => {
             // kube marks a Pod (grace period 0: no kubelet here) and removes it.
-            let mut last = (**obj).clone();
+            let mut last = obj.clone();
             lifecycle::mark(&mut last, lifecycle::Marking::Generic);
             (
                 Deleted::Gone(last.clone()),
                 vec![Write::DeleteAs(key.to_string(), last)],
             )
         }
-        Deletion::Removed(w) => (Deleted::Gone((**obj).clone()), vec![w]),
+        Deletion::Removed(w) => (Deleted::Gone(obj.clone()), vec![w]),
         Deletion::Pending(o, w) => (Deleted::Pending(o), w.into_iter().collect()),
     };
     Ok((out, if opts.dry_run { vec![] } else { writes }))

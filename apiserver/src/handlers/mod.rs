@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod delete;
+pub mod eviction;
 pub mod read;
 pub mod scale;
 pub mod watch;
@@ -17,6 +18,11 @@ use crate::http::request::{ResourceRequest, Verb};
 
 /// Routes a parsed resource request to its handler.
 pub async fn dispatch(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
+    if r.verb.is_write() && r.info.group == crate::apiservices::GROUP {
+        return Err(ApiError::MethodNotAllowed(
+            "APIServices are read-only here: the embedded server aggregates no API servers".into(),
+        ));
+    }
     if r.verb.is_write() {
         r.check_dry_run()?;
         r.check_field_manager()?;
@@ -28,6 +34,7 @@ pub async fn dispatch(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response>
         (Verb::List, None) => read::list(app, &r).await,
         (Verb::Watch, None) => watch::watch(app, r).await,
         (Verb::Create, None) => write::create(app, r).await,
+        (Verb::Create, Some("eviction")) => eviction::evict(app, r).await,
         (Verb::Update, _) => write::update(app, r).await,
         (Verb::Patch, _) => write::patch(app, r).await,
         (Verb::Delete, None) => delete::delete(app, r).await,

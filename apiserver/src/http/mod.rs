@@ -199,7 +199,7 @@ async fn resource(
         return error_response(&e);
     }
     if let Some(plural) = auth::reviews::plural(group, version, &parsed) {
-        return review(&app, &user, plural, req).await;
+        return review(&app, &user, plural, parsed.namespace.as_deref(), req).await;
     }
     let Some(info) = app.registry.get(group, version, &parsed.resource) else {
         return error_response(&not_found_path());
@@ -213,6 +213,7 @@ async fn resource(
             "scale" => info.scale.is_some(),
             "finalize" => info.group.is_empty() && info.plural == "namespaces",
             "token" => info.group.is_empty() && info.plural == "serviceaccounts",
+            "eviction" => info.group.is_empty() && info.plural == "pods",
             _ => false,
         };
         if !ok {
@@ -235,7 +236,14 @@ async fn resource(
     if let Err(e) = depth::check(content_type, &bytes) {
         return error_response(&e);
     }
-    let Some(verb) = Verb::of(&parts.method, parsed.name.is_some(), &query) else {
+    // A POST to a named object's subresource (`pods/NAME/eviction`) creates, as
+    // kube's named creaters do.
+    let verb = if parts.method == Method::POST && parsed.subresource.is_some() {
+        Some(Verb::Create)
+    } else {
+        Verb::of(&parts.method, parsed.name.is_some(), &query)
+    };
+    let Some(verb) = verb else {
         return error_response(&ApiError::MethodNotAllowed(format!(
             "the server does not allow this method on the requested resource ({})",
             parts.method
@@ -285,11 +293,17 @@ async fn posted_object(app: &App, req: Request<Body>) -> Result<serde_json::Valu
     body::object(content_type, &bytes)
 }
 
-/// A self-review (`kubectl auth can-i`, `auth whoami`), answered with 201
-/// as kube answers the create it is.
-async fn review(app: &App, user: &UserInfo, plural: &str, req: Request<Body>) -> Response {
+/// A review (`kubectl auth can-i`, `auth whoami`, a webhook's access or
+/// token review), answered with 201 as kube answers the create it is.
+async fn review(
+    app: &App,
+    user: &UserInfo,
+    plural: &str,
+    namespace: Option<&str>,
+    req: Request<Body>,
+) -> Response {
     let answer = match posted_object(app, req).await {
-        Ok(body) => auth::reviews::answer(&app.store, user, plural, &body),
+        Ok(body) => auth::reviews::answer(app, user, plural, namespace, &body),
         Err(e) => Err(e),
     };
     match answer {

@@ -141,7 +141,19 @@ pub fn too_many_requests() -> Response {
 
 /// The Status response of an error.
 pub fn error_response(e: &ApiError) -> Response {
-    json_response(e.code(), &e.to_status(), &[])
+    let status = e.to_status();
+    let mut response = json_response(e.code(), &status, &[]);
+    // kube sends a Status's retry delay as `Retry-After` too.
+    if let Some(seconds) = status
+        .pointer("/details/retryAfterSeconds")
+        .and_then(Value::as_u64)
+        .filter(|s| *s > 0)
+    {
+        response
+            .headers_mut()
+            .insert(hyper::header::RETRY_AFTER, seconds.into());
+    }
+    response
 }
 
 #[cfg(test)]

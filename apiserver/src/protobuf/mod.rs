@@ -1,13 +1,19 @@
 //! Decoding of `application/vnd.kubernetes.protobuf` request bodies for the kinds
 //! kubectl's generator commands create with protobuf (`kubectl create namespace`,
 //! `configmap`, `secret`, `serviceaccount`, `service`, `deployment`, `job`, `cronjob`; for pod
-//! templates only the fields those generators set), and the reviews and token requests
-//! of `kubectl auth` and `kubectl create token` ([`reviews`]). Other kinds get 415, and responses
-//! are always JSON (clients accept it).
+//! templates only the fields those generators set; `role`, `clusterrole`, `rolebinding`,
+//! `clusterrolebinding` ([`rbac`]), `quota`, `pdb`, `priorityclass` ([`policy`]),
+//! `ingress` ([`ingress`])), `DeleteOptions` and `Eviction` ([`options`]), and the reviews
+//! and token requests of `kubectl auth` and `kubectl create token` ([`reviews`]). Other
+//! kinds get 415, and responses are always JSON (clients accept it).
 //!
 //! Hand-written mapping from the k8s-pb (prost) types to kube's JSON: no crate converts
 //! Kubernetes protobuf messages to their JSON form.
 
+mod ingress;
+mod options;
+mod policy;
+mod rbac;
 mod reviews;
 
 use base64::Engine;
@@ -163,7 +169,30 @@ fn selector(s: Option<k8s_pb::apimachinery::pkg::apis::meta::v1::LabelSelector>)
     if !s.match_labels.is_empty() {
         o.insert("matchLabels".into(), json!(s.match_labels));
     }
+    if !s.match_expressions.is_empty() {
+        let expressions: Vec<Value> = s
+            .match_expressions
+            .iter()
+            .map(|e| {
+                let mut x = Map::new();
+                put_str(&mut x, "key", e.key.as_deref());
+                put_str(&mut x, "operator", e.operator.as_deref());
+                vec_str(&mut x, "values", &e.values);
+                Value::Object(x)
+            })
+            .collect();
+        o.insert("matchExpressions".into(), Value::Array(expressions));
+    }
     Value::Object(o)
+}
+
+/// An `IntOrString` (type 0 = int, 1 = string) as its JSON number or string.
+fn int_or_string(v: &k8s_pb::apimachinery::pkg::util::intstr::IntOrString) -> Option<Value> {
+    match (v.r#type, v.int_val, &v.str_val) {
+        (Some(1), _, Some(s)) => Some(json!(s)),
+        (_, Some(i), _) => Some(json!(i)),
+        _ => None,
+    }
 }
 
 fn job_spec(s: Option<k8s_pb::api::batch::v1::JobSpec>) -> Value {
@@ -260,13 +289,8 @@ pub fn decode(body: &[u8]) -> ApiResult<Value> {
                     put_str(&mut x, "protocol", p.protocol.as_deref());
                     opt(&mut x, "port", p.port);
                     opt(&mut x, "nodePort", p.node_port.filter(|n| *n != 0));
-                    if let Some(t) = &p.target_port {
-                        // IntOrString: type 0 = int, 1 = string.
-                        match (t.r#type, t.int_val, &t.str_val) {
-                            (Some(1), _, Some(s)) => x.insert("targetPort".into(), json!(s)),
-                            (_, Some(i), _) => x.insert("targetPort".into(), json!(i)),
-                            _ => None,
-                        };
+                    if let Some(t) = p.target_port.as_ref().and_then(int_or_string) {
+                        x.insert("targetPort".into(), t);
                     }
                     Value::Object(x)
                 })
@@ -302,10 +326,18 @@ pub fn decode(body: &[u8]) -> ApiResult<Value> {
             );
             json!({ "metadata": meta(c.metadata), "spec": sp })
         }
-        _ => match reviews::decode(&api_version, &kind, &raw) {
-            Some(decoded) => decoded?,
-            None => return Err(unsupported(&format!("{api_version}/{kind}"))),
-        },
+        _ => {
+            let (v, k, r) = (api_version.as_str(), kind.as_str(), raw.as_slice());
+            let decoded = reviews::decode(v, k, r)
+                .or_else(|| rbac::decode(v, k, r))
+                .or_else(|| policy::decode(v, k, r))
+                .or_else(|| ingress::decode(v, k, r))
+                .or_else(|| options::decode(v, k, r));
+            match decoded {
+                Some(decoded) => decoded?,
+                None => return Err(unsupported(&format!("{api_version}/{kind}"))),
+            }
+        }
     };
     obj["apiVersion"] = json!(api_version);
     obj["kind"] = json!(kind);

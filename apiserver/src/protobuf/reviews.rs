@@ -1,6 +1,8 @@
 //! Protobuf bodies of the self-reviews (`kubectl auth can-i`, `auth
 //! whoami`) and of `TokenRequest` (`kubectl create token`), which kubectl
-//! sends as protobuf.
+//! sends as protobuf, and of the access and token reviews client-go's
+//! protobuf clients send (`SubjectAccessReview`, `LocalSubjectAccessReview`,
+//! `TokenReview`).
 
 use k8s_pb::api::authentication::v1 as authn;
 use k8s_pb::api::authorization::v1 as authz;
@@ -14,8 +16,29 @@ use crate::error::ApiResult;
 pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> Option<ApiResult<Value>> {
     let decoded = match (api_version, kind) {
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
-            authz::SelfSubjectAccessReview::decode(raw).map(access_review)
+            authz::SelfSubjectAccessReview::decode(raw).map(|r| {
+                let spec = r.spec.unwrap_or_default();
+                let attributes = attributes(spec.resource_attributes, spec.non_resource_attributes);
+                json!({ "metadata": meta(r.metadata), "spec": attributes })
+            })
         }
+        ("authorization.k8s.io/v1", "SubjectAccessReview") => {
+            authz::SubjectAccessReview::decode(raw)
+                .map(|r| json!({ "metadata": meta(r.metadata), "spec": subject_spec(r.spec) }))
+        }
+        ("authorization.k8s.io/v1", "LocalSubjectAccessReview") => {
+            authz::LocalSubjectAccessReview::decode(raw)
+                .map(|r| json!({ "metadata": meta(r.metadata), "spec": subject_spec(r.spec) }))
+        }
+        ("authentication.k8s.io/v1", "TokenReview") => authn::TokenReview::decode(raw).map(|r| {
+            let spec = r.spec.unwrap_or_default();
+            let mut out = Map::new();
+            put_str(&mut out, "token", spec.token.as_deref());
+            if !spec.audiences.is_empty() {
+                out.insert("audiences".into(), json!(spec.audiences));
+            }
+            json!({ "metadata": meta(r.metadata), "spec": out })
+        }),
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
             authz::SelfSubjectRulesReview::decode(raw).map(|r| {
                 let mut spec = Map::new();
@@ -38,10 +61,36 @@ pub(super) fn decode(api_version: &str, kind: &str, raw: &[u8]) -> Option<ApiRes
     Some(decoded.map_err(bad))
 }
 
-fn access_review(r: authz::SelfSubjectAccessReview) -> Value {
-    let spec = r.spec.unwrap_or_default();
+/// A `SubjectAccessReviewSpec`: attributes and the user they are asked for.
+fn subject_spec(spec: Option<authz::SubjectAccessReviewSpec>) -> Value {
+    let spec = spec.unwrap_or_default();
+    let mut out = attributes(spec.resource_attributes, spec.non_resource_attributes);
+    let Value::Object(o) = &mut out else {
+        unreachable!("attributes are an object")
+    };
+    put_str(o, "user", spec.user.as_deref());
+    if !spec.groups.is_empty() {
+        o.insert("groups".into(), json!(spec.groups));
+    }
+    put_str(o, "uid", spec.uid.as_deref());
+    if !spec.extra.is_empty() {
+        let extra: Map<String, Value> = spec
+            .extra
+            .into_iter()
+            .map(|(k, v)| (k, json!(v.items)))
+            .collect();
+        o.insert("extra".into(), Value::Object(extra));
+    }
+    out
+}
+
+/// Resource or nonresource attributes, as a spec holds them.
+fn attributes(
+    resource: Option<authz::ResourceAttributes>,
+    non_resource: Option<authz::NonResourceAttributes>,
+) -> Value {
     let mut out = Map::new();
-    if let Some(a) = spec.resource_attributes {
+    if let Some(a) = resource {
         let mut attributes = Map::new();
         for (key, value) in [
             ("namespace", &a.namespace),
@@ -56,13 +105,13 @@ fn access_review(r: authz::SelfSubjectAccessReview) -> Value {
         }
         out.insert("resourceAttributes".into(), Value::Object(attributes));
     }
-    if let Some(a) = spec.non_resource_attributes {
+    if let Some(a) = non_resource {
         let mut attributes = Map::new();
         put_str(&mut attributes, "path", a.path.as_deref());
         put_str(&mut attributes, "verb", a.verb.as_deref());
         out.insert("nonResourceAttributes".into(), Value::Object(attributes));
     }
-    json!({ "metadata": meta(r.metadata), "spec": out })
+    Value::Object(out)
 }
 
 fn token_request(r: authn::TokenRequest) -> Value {
@@ -138,5 +187,40 @@ mod tests {
             json!({"audiences": ["vault"], "expirationSeconds": 900})
         );
         assert!(decode("v1", "Pod", &[]).is_none());
+    }
+
+    #[test]
+    fn a_protobuf_subject_access_review_keeps_its_user() {
+        let review = authz::SubjectAccessReview {
+            spec: Some(authz::SubjectAccessReviewSpec {
+                non_resource_attributes: Some(authz::NonResourceAttributes {
+                    path: Some("/metrics".into()),
+                    verb: Some("get".into()),
+                }),
+                user: Some("alice".into()),
+                groups: vec!["devs".into()],
+                extra: [(
+                    "scopes".to_string(),
+                    authz::ExtraValue {
+                        items: vec!["a".into()],
+                    },
+                )]
+                .into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let json = decode(
+            "authorization.k8s.io/v1",
+            "SubjectAccessReview",
+            &review.encode_to_vec(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            json["spec"],
+            json!({"nonResourceAttributes": {"path": "/metrics", "verb": "get"},
+                "user": "alice", "groups": ["devs"], "extra": {"scopes": ["a"]}})
+        );
     }
 }

@@ -80,6 +80,9 @@ fn extras(group: &str, plural: &str) -> Extras {
         ("batch", "jobs") => (&[], true, false),
         ("batch", "cronjobs") => (&["cj"], true, false),
         ("apiextensions.k8s.io", "customresourcedefinitions") => (&["crd", "crds"], false, false),
+        ("", "resourcequotas") => (&["quota"], false, false),
+        ("", "limitranges") => (&["limits"], false, false),
+        ("scheduling.k8s.io", "priorityclasses") => (&["pc"], false, false),
         ("policy", "poddisruptionbudgets") => (&["pdb"], false, false),
         ("networking.k8s.io", "ingresses") => (&["ing"], false, false),
         ("networking.k8s.io", "networkpolicies") => (&["netpol"], false, false),
@@ -147,6 +150,7 @@ use k8s_openapi::api::{
     policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling, storage::v1 as storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apireg;
 
 builtins!(
     core::Namespace,
@@ -188,4 +192,5 @@ builtins!(
     discovery::EndpointSlice,
     scheduling::PriorityClass,
     storage::StorageClass,
+    apireg::APIService,
 );

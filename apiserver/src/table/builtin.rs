@@ -348,6 +348,20 @@ pub(super) fn cell(group: &str, plural: &str, column: &str, obj: &Value) -> Opti
             .cloned()
             .unwrap_or(Value::Null),
         (_, _, "Name") => json!(text(obj, "/metadata/name")),
+        ("apiregistration.k8s.io", "apiservices", "Service") => {
+            match obj.pointer("/spec/service").filter(|s| s.is_object()) {
+                Some(s) => json!(format!("{}/{}", text(s, "/namespace"), text(s, "/name"))),
+                None => json!("Local"),
+            }
+        }
+        ("apiregistration.k8s.io", "apiservices", "Available") => {
+            let available = items(obj, "/status/conditions").find(|c| c["type"] == "Available");
+            match available {
+                None => json!("Unknown"),
+                Some(c) if c["status"] == "True" => json!("True"),
+                Some(c) => json!(format!("{} ({})", text(c, "/status"), text(c, "/reason"))),
+            }
+        }
         ("", "pods", _) => return pod(column, obj),
         ("", "services", _) => return service(column, obj),
         ("" | "events.k8s.io", "events", _) => return event(column, obj),

@@ -5,7 +5,8 @@
 //! The commands cover what kubectl users do most: create, get (JSON,
 //! tables, `-o wide`, field and label selectors), apply --server-side,
 //! patches of each type, label, annotate, replace, scale, dry-run, RBAC and
-//! quota generators, auth can-i, service-account tokens, explain, events, describe, a CRD with
+//! quota, budget, priority class and ingress generators, access and token reviews, auth
+//! can-i, service-account tokens, drain, explain, events, describe, a CRD with
 //! printer columns, status and scale subresources and a finalizer,
 //! generated names, deletes (each kind answers as its registry does), the
 //! status new objects get, Events of both APIs with their field selectors,
@@ -214,6 +215,58 @@ kind: Widget
 metadata: {name: w3, namespace: diff}
 spec: {replicas: 1}
 ";
+
+/// Access reviews a webhook authorizer would send.
+const ACCESS_REVIEWS: &str = "apiVersion: v1
+kind: List
+items:
+- apiVersion: authorization.k8s.io/v1
+  kind: SubjectAccessReview
+  spec:
+    user: alice
+    groups: [devs]
+    resourceAttributes: {namespace: diff, verb: get, resource: pods}
+- apiVersion: authorization.k8s.io/v1
+  kind: SubjectAccessReview
+  spec:
+    groups: [devs]
+    nonResourceAttributes: {path: /healthz, verb: get}
+- apiVersion: authorization.k8s.io/v1
+  kind: SubjectAccessReview
+  spec:
+    resourceAttributes: {verb: get, resource: pods}
+- apiVersion: authorization.k8s.io/v1
+  kind: LocalSubjectAccessReview
+  metadata: {namespace: diff}
+  spec:
+    user: alice
+    resourceAttributes: {namespace: diff, verb: list, resource: pods}
+";
+
+/// A node with a Pod on it, for `kubectl drain`.
+const NODE_WITH_POD: &str = "apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: gantry-dev}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: on-node, namespace: diff}
+  spec:
+    nodeName: gantry-dev
+    containers: [{name: web, image: nginx:1.27}]
+";
+
+/// A `TokenReview` of the token `kubectl create token` printed.
+fn token_review(token: &str) -> String {
+    serde_json::json!({
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "spec": {"token": token.trim()},
+    })
+    .to_string()
+}
 
 /// A ConfigMap as `kubectl get -o json` printed it, changed, for replace.
 /// Objects kube's validation refuses, one reason each (several causes of one
@@ -507,11 +560,82 @@ fn steps() -> Vec<Step> {
         ]),
         step(&["create", "quota", "q1", "-n", NS, "--hard=pods=10"]),
         step(&["get", "role,rolebinding,resourcequota", "-n", NS]),
+        step(&[
+            "create",
+            "clusterrole",
+            "cr1",
+            "--verb=get,list",
+            "--resource=pods",
+            "--resource-name=p1",
+        ]),
+        step(&[
+            "create",
+            "clusterrole",
+            "cr2",
+            "--verb=get",
+            "--non-resource-url=/healthz",
+        ]),
+        step(&[
+            "create",
+            "clusterrolebinding",
+            "crb1",
+            "--clusterrole=cr1",
+            "--group=devs",
+        ]),
+        since(
+            22,
+            &[
+                "create",
+                "pdb",
+                "pdb1",
+                "-n",
+                NS,
+                "--selector=app=web",
+                "--min-available=1",
+            ],
+        ),
+        step(&[
+            "create",
+            "priorityclass",
+            "pc1",
+            "--value=1000",
+            "--description=urgent",
+        ]),
+        step(&[
+            "create",
+            "ingress",
+            "ing1",
+            "-n",
+            NS,
+            "--rule=foo.com/bar=svc1:8080",
+        ]),
+        with_input(&["create", "-f", "-", "-o", "json"], ACCESS_REVIEWS),
         step(&["auth", "can-i", "get", "pods", "-n", NS]),
         step(&["auth", "can-i", "get", "/metrics"]),
         step(&["create", "serviceaccount", "sa1", "-n", NS]),
         since(24, &["create", "token", "sa1", "-n", NS]),
+        Step {
+            args: &["create", "-f", "-", "-o", "json"],
+            input: Input::FromPrevious(token_review),
+            since: 24,
+        },
         since(24, &["create", "token", "nobody", "-n", NS]),
+        with_input(&["create", "-f", "-"], NODE_WITH_POD),
+        step(&[
+            "drain",
+            "gantry-dev",
+            "--ignore-daemonsets",
+            "--force",
+            "--dry-run=server",
+        ]),
+        step(&[
+            "drain",
+            "gantry-dev",
+            "--ignore-daemonsets",
+            "--force",
+            "--grace-period=0",
+            "--timeout=60s",
+        ]),
         step(&["explain", "configmap"]),
         step(&["explain", "deployment.spec.replicas"]),
         with_input(&["create", "-f", "-"], INVALID),
