@@ -327,6 +327,7 @@ async fn plugin_run_grants_what_the_binding_grants() {
     });
     assert_eq!(code, Some(5), "{err}");
     assert!(err.contains("expected SECRET/KEY=VALUE"), "{err}");
+}
 
 /// The same plugin in Go (`fixtures/go-backup-job`), on the Go SDK's
 /// `http` and `metrics` packages.
