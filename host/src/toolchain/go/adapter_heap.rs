@@ -47,10 +47,14 @@ fn find_heap(module: &[u8]) -> anyhow::Result<u32> {
                 continue;
             };
             let base = u32::try_from(value).context("a data segment at a negative address")?;
+            // Go's linker leaves runs of zeros out of its data segments, so
+            // a segment may end just before the header's final NUL (memory
+            // is zero there anyway): look for the header without it.
+            let marker = &HEADER[..HEADER.len() - 1];
             let mut from = 0;
             while let Some(at) = segment.data[from..]
-                .windows(HEADER.len())
-                .position(|w| w == HEADER)
+                .windows(marker.len())
+                .position(|w| w == marker)
             {
                 found.push(base + u32::try_from(from + at)?);
                 from += at + 1;
@@ -211,4 +215,44 @@ pub fn add_allocator(module: &[u8]) -> anyhow::Result<Vec<u8>> {
         }
     }
     Ok(out.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A core module whose one data segment, at `offset`, holds `data`.
+    fn module_with_data(offset: i32, data: &[u8]) -> Vec<u8> {
+        let mut module = wasm_encoder::Module::new();
+        let mut memories = wasm_encoder::MemorySection::new();
+        memories.memory(wasm_encoder::MemoryType {
+            minimum: 1,
+            maximum: None,
+            memory64: false,
+            shared: false,
+            page_size_log2: None,
+        });
+        module.section(&memories);
+        let mut segments = wasm_encoder::DataSection::new();
+        segments.active(
+            0,
+            &wasm_encoder::ConstExpr::i32_const(offset),
+            data.iter().copied(),
+        );
+        module.section(&segments);
+        module.finish()
+    }
+
+    #[test]
+    fn the_heap_is_found_when_the_linker_left_out_the_headers_nul() {
+        let mut data = b"before".to_vec();
+        data.extend_from_slice(&HEADER[..HEADER.len() - 1]);
+        assert_eq!(find_heap(&module_with_data(1024, &data)).unwrap(), 1030);
+        let mut whole = b"xy".to_vec();
+        whole.extend_from_slice(HEADER);
+        whole.extend_from_slice(&[0; 16]);
+        assert_eq!(find_heap(&module_with_data(64, &whole)).unwrap(), 66);
+        let error = find_heap(&module_with_data(64, b"no header")).unwrap_err();
+        assert!(error.to_string().contains("no memory reserved"), "{error}");
+    }
 }
