@@ -78,16 +78,19 @@ async fn plugin_apply(kubeconfig: &std::path::Path, wasm: PathBuf, crd: bool) ->
     (out.status.code().unwrap_or(-1), text)
 }
 
-#[backends]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn myresource_converts_between_v1alpha1_and_v1_through_the_plugin(backend: Backend) {
-    let (_cluster, client, kubeconfig) = common::cluster(backend, None).await;
-    gantry::dev::ensure_namespace(&client, NAMESPACE)
+/// `gantry run` on the cluster of `kubeconfig` with its webhook server on
+/// loopback, keeping CRDs' `spec.conversion` in step; its log is
+/// `gantry.log` in the directory returned.
+async fn serve_webhooks(
+    client: &kube::Client,
+    kubeconfig: &std::path::Path,
+) -> (common::Process, tempfile::TempDir) {
+    gantry::dev::ensure_namespace(client, NAMESPACE)
         .await
         .unwrap();
     let logs = tempfile::tempdir().unwrap();
-    let _operator = gantry_run(
-        &kubeconfig,
+    let operator = gantry_run(
+        kubeconfig,
         &logs.path().join("gantry.log"),
         &[
             "--health-addr",
@@ -101,6 +104,14 @@ async fn myresource_converts_between_v1alpha1_and_v1_through_the_plugin(backend:
         &[],
         false,
     );
+    (operator, logs)
+}
+
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn myresource_converts_between_v1alpha1_and_v1_through_the_plugin(backend: Backend) {
+    let (_cluster, client, kubeconfig) = common::cluster(backend, None).await;
+    let (_operator, logs) = serve_webhooks(&client, &kubeconfig).await;
     let log = || std::fs::read_to_string(logs.path().join("gantry.log")).unwrap_or_default();
 
     // The CRD, then the converter; the operator answers, and points the
@@ -382,25 +393,7 @@ async fn a_scaffolded_converter_passes_its_test_and_goes_into_service(backend: B
     assert!(said.contains("round trips are lossless"), "{said}");
 
     let (_cluster, client, kubeconfig) = common::cluster(backend, None).await;
-    gantry::dev::ensure_namespace(&client, NAMESPACE)
-        .await
-        .unwrap();
-    let logs = tempfile::tempdir().unwrap();
-    let _operator = gantry_run(
-        &kubeconfig,
-        &logs.path().join("gantry.log"),
-        &[
-            "--health-addr",
-            "off",
-            "--metrics-addr",
-            "off",
-            "--webhook-listen",
-            "127.0.0.1:0",
-            "--sync-webhook-configurations",
-        ],
-        &[],
-        false,
-    );
+    let (_operator, logs) = serve_webhooks(&client, &kubeconfig).await;
     let log = || std::fs::read_to_string(logs.path().join("gantry.log")).unwrap_or_default();
     let (code, said) = tokio::task::block_in_place(|| {
         run(
@@ -460,6 +453,7 @@ async fn a_scaffolded_converter_passes_its_test_and_goes_into_service(backend: B
     );
     let newer = get(&v1, "formal").await.unwrap();
     assert_eq!(newer["spec"], json!({"who": "everyone", "style": "formal"}));
+}
 
 /// The Go port of the converter (`plugins/myresource-converter-go`, on the
 /// Go SDK's converter package), built from its source directory by

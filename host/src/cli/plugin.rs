@@ -216,7 +216,7 @@ fn new_project(args: &NewArgs) -> ExitCode {
         (true, Some(_)) => {
             return fail(
                 2,
-                &"converters are scaffolded in Rust only (--lang rust); in another language, build the `converter` world of wit/gantry.wit",
+                &"converters are scaffolded in Rust only (--lang rust); in Go, start from plugins/myresource-converter-go (gantry.dev/go-sdk/converter); in another language, build the `converter` world of wit/gantry.wit",
             );
         }
         (false, lang) => {
