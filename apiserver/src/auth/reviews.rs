@@ -133,23 +133,37 @@ pub(super) fn encode<T: Serialize>(review: &T, kind: &str, api_version: &str) ->
     out
 }
 
+/// What a review's `resourceAttributes` ask about.
+pub(super) fn resource_attributes(
+    r: &k8s_openapi::api::authorization::v1::ResourceAttributes,
+) -> Attributes {
+    Attributes::Resource {
+        verb: r.verb.clone().unwrap_or_default(),
+        namespace: r.namespace.clone().unwrap_or_default(),
+        group: r.group.clone().unwrap_or_default(),
+        resource: r.resource.clone().unwrap_or_default(),
+        subresource: r.subresource.clone().unwrap_or_default(),
+        name: r.name.clone().unwrap_or_default(),
+    }
+}
+
+/// What a review's `nonResourceAttributes` ask about.
+pub(super) fn non_resource_attributes(
+    n: &k8s_openapi::api::authorization::v1::NonResourceAttributes,
+) -> Attributes {
+    Attributes::NonResource {
+        verb: n.verb.clone().unwrap_or_default(),
+        path: n.path.clone().unwrap_or_default(),
+    }
+}
+
 fn access_review(store: &Store, user: &UserInfo, body: &Value) -> Result<Value, ApiError> {
     use k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus;
     let mut review: SelfSubjectAccessReview = decode(body, "SelfSubjectAccessReview")?;
     let spec = &review.spec;
     let attributes = match (&spec.resource_attributes, &spec.non_resource_attributes) {
-        (Some(r), None) => Attributes::Resource {
-            verb: r.verb.clone().unwrap_or_default(),
-            namespace: r.namespace.clone().unwrap_or_default(),
-            group: r.group.clone().unwrap_or_default(),
-            resource: r.resource.clone().unwrap_or_default(),
-            subresource: r.subresource.clone().unwrap_or_default(),
-            name: r.name.clone().unwrap_or_default(),
-        },
-        (None, Some(n)) => Attributes::NonResource {
-            verb: n.verb.clone().unwrap_or_default(),
-            path: n.path.clone().unwrap_or_default(),
-        },
+        (Some(r), None) => resource_attributes(r),
+        (None, Some(n)) => non_resource_attributes(n),
         (Some(_), Some(_)) => {
             return Err(invalid_spec(
                 "SelfSubjectAccessReview",

@@ -12,7 +12,6 @@ use k8s_openapi::api::authorization::v1::{
 };
 use serde_json::{Value, json};
 
-use super::rbac::Attributes;
 use super::reviews::{decode, encode};
 use crate::admission::UserInfo;
 use crate::app::App;
@@ -73,18 +72,8 @@ fn status(
                 &format!("Invalid value: {value}: disallowed on this kind of request"),
             ));
         }
-        (Some(r), None) => Attributes::Resource {
-            verb: r.verb.clone().unwrap_or_default(),
-            namespace: r.namespace.clone().unwrap_or_default(),
-            group: r.group.clone().unwrap_or_default(),
-            resource: r.resource.clone().unwrap_or_default(),
-            subresource: r.subresource.clone().unwrap_or_default(),
-            name: r.name.clone().unwrap_or_default(),
-        },
-        (None, Some(n)) => Attributes::NonResource {
-            verb: n.verb.clone().unwrap_or_default(),
-            path: n.path.clone().unwrap_or_default(),
-        },
+        (Some(r), None) => super::reviews::resource_attributes(r),
+        (None, Some(n)) => super::reviews::non_resource_attributes(n),
         (Some(_), Some(_)) => {
             return Err(invalid(
                 "spec.nonResourceAttributes",
