@@ -11,9 +11,12 @@
 //! - [`dispatch`]: mutating webhooks in order (with reinvocation), validating webhooks
 //!   in parallel, failure policies and kube's error messages.
 //!
+//! - [`cel`]: the CEL engine (with kube's cost limits) of matchConditions.
+//!
 //! The write handlers call [`dispatch::mutate`] after decoding and defaulting and
 //! [`dispatch::validate`] just before the commit.
 
+pub mod cel;
 pub mod client;
 pub mod config;
 pub mod dispatch;
