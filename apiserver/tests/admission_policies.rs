@@ -228,6 +228,47 @@ async fn policies_deny_and_warn_as_kube(backend: Backend) {
     assert_eq!(a.code, 422, "{}", a.body);
     assert_eq!(a.body["message"], forbidden("configmaps", "ok", denial));
 
+    // Deletes: `object` is null, `oldObject` the live object.
+    create(
+        &c,
+        &format!("{AR}/validatingadmissionpolicies"),
+        policy(
+            "keep",
+            json!({"matchConstraints": {"resourceRules": rules("configmaps", json!(["DELETE"]))},
+                   "validations": [{"expression": "object == null && oldObject.data.a != '1'",
+                                    "message": "keep it"}]}),
+        ),
+    )
+    .await;
+    create(
+        &c,
+        &format!("{AR}/validatingadmissionpolicybindings"),
+        binding(
+            "keep-b",
+            json!({"policyName": "keep", "validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    // A dry run waits for the policy to be in force (a real server's takes a moment).
+    until_code(&c, 422, "DELETE", &format!("{cms}/ok?dryRun=All"), None).await;
+    let a = send(&c, "DELETE", &format!("{cms}/ok"), None).await;
+    assert_eq!(
+        a.body["message"],
+        forbidden(
+            "configmaps",
+            "ok",
+            "ValidatingAdmissionPolicy 'keep' with binding 'keep-b' denied request: keep it"
+        ),
+        "{}",
+        a.body
+    );
+    let gone = configmap("gone", json!({}), json!({"a": "2"}));
+    assert_eq!(send(&c, "POST", &cms, Some(&gone)).await.code, 201);
+    assert_eq!(
+        send(&c, "DELETE", &format!("{cms}/gone"), None).await.code,
+        200
+    );
+
     // Warn: admitted, with kube's Warning header.
     create(
         &c,
@@ -577,5 +618,64 @@ async fn policies_and_bindings_are_validated_and_served(backend: Backend) {
             .iter()
             .any(|r| r["name"] == "validatingadmissionpolicies/status")
     );
+    cluster.shutdown().await;
+}
+
+/// Eleven validations each just under the per-expression limit spend the policy's
+/// budget: kube's error, under the failure policy. Embedded only: the costs are
+/// not cel-go's, so kube stops these expressions at another point.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_s_budget_is_shared_by_its_expressions() {
+    let cluster = Cluster::start(Backend::Embedded).await;
+    let c = cluster.client();
+    setup(&c).await;
+    let l = format!(
+        "[{}]",
+        (0..98).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+    );
+    let costly = format!("{l}.all(a, {l}.all(b, {l}.all(c, true)))");
+    let validations: Vec<Value> = (0..11).map(|_| json!({"expression": costly})).collect();
+    create(
+        &c,
+        &format!("{AR}/validatingadmissionpolicies"),
+        policy(
+            "spender",
+            json!({"matchConstraints": {"resourceRules": rules("secrets", json!(["CREATE"]))},
+                   "validations": validations}),
+        ),
+    )
+    .await;
+    create(
+        &c,
+        &format!("{AR}/validatingadmissionpolicybindings"),
+        binding(
+            "spender-b",
+            json!({"policyName": "spender", "validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    let secrets = format!("/api/v1/namespaces/{NS}/secrets");
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
+    let a = send(&c, "POST", &secrets, Some(&secret)).await;
+    assert_eq!(a.code, 422, "{}", a.body);
+    assert_eq!(
+        a.body["message"],
+        forbidden(
+            "secrets",
+            "s",
+            "ValidatingAdmissionPolicy 'spender' with binding 'spender-b' denied request: validation failed due to running out of cost budget, no further validation rules will be run"
+        )
+    );
+    // Ten of them fit.
+    let patch = json!({"spec": {"validations": &validations[..10]}});
+    let a = send(
+        &c,
+        "PATCH",
+        &format!("{AR}/validatingadmissionpolicies/spender"),
+        Some(&patch),
+    )
+    .await;
+    assert_eq!(a.code, 200, "{}", a.body);
+    assert_eq!(send(&c, "POST", &secrets, Some(&secret)).await.code, 201);
     cluster.shutdown().await;
 }
