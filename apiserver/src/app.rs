@@ -85,6 +85,8 @@ pub struct App {
     pub stop: tokio::sync::watch::Receiver<bool>,
     /// The current admission webhooks and their HTTPS clients.
     pub webhooks: crate::admission::Webhooks,
+    /// The current `ValidatingAdmissionPolicies` and their bindings.
+    pub policies: crate::admission::policy::Policies,
     /// The open watches.
     pub watches: Arc<crate::watch::Hub>,
 }
@@ -135,13 +137,19 @@ impl App {
 
 impl App {
     /// Keeps derived state in step with committed events: CRDs → registry, webhook
-    /// configurations → webhooks; wakes controllers.
+    /// configurations → webhooks, policies and bindings → policies; wakes controllers.
     pub fn after_commit(&self, events: &[Arc<Event>]) {
         if events
             .iter()
             .any(|e| crate::admission::Webhooks::is_config_key(&e.key))
         {
             self.webhooks.reload(&self.store);
+        }
+        if events
+            .iter()
+            .any(|e| crate::admission::policy::Policies::is_policy_key(&e.key))
+        {
+            self.policies.reload(&self.store);
         }
         let crd_prefix = format!("{}/{}/", crate::crd::GROUP, crate::crd::PLURAL);
         for e in events {

@@ -63,6 +63,7 @@ fn bootstrap(app: &App) {
     }
     // Webhook configurations from a durable store are called right away.
     app.webhooks.reload(&app.store);
+    app.policies.reload(&app.store);
     let apiservices = crate::apiservices::objects(&crate::apiservices::served(&app.registry));
     let _ = app.store.commit(|view| {
         let policy = crate::auth::bootstrap::objects()
@@ -124,6 +125,7 @@ impl ApiServer {
             controllers: tokio::sync::Notify::new(),
             stop: watch::channel(false).1,
             webhooks: crate::admission::Webhooks::default(),
+            policies: crate::admission::policy::Policies::default(),
             watches: Arc::new(crate::watch::Hub::new(
                 config.max_watches,
                 crate::watch::Bounds {

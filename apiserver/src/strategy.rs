@@ -1,6 +1,6 @@
 //! Kind-specific behaviour on create and update (what kube's per-kind strategies do):
 //! namespaces get the `kubernetes` finalizer and a phase, CRDs are validated and
-//! their status is computed, webhook configurations are validated.
+//! their status is computed, webhook configurations, admission policies and bindings are validated.
 
 use serde_json::{Value, json};
 
@@ -9,6 +9,12 @@ use crate::registry::ResourceInfo;
 
 fn is(info: &ResourceInfo, group: &str, plural: &str) -> bool {
     info.group == group && info.plural == plural
+}
+
+fn is_policy(info: &ResourceInfo) -> bool {
+    info.group == crate::admission::GROUP
+        && (info.plural == crate::admission::policy::POLICIES
+            || info.plural == crate::admission::policy::BINDINGS)
 }
 
 /// Called for every new object after admission.
@@ -22,8 +28,10 @@ pub fn on_create(info: &ResourceInfo, obj: &mut Value) -> ApiResult<()> {
         crate::crd::admit(obj, None)?;
     } else if is(info, "", "services") {
         allocate_cluster_ip(obj);
-    } else if crate::admission::is_configuration(info) {
+    } else if crate::admission::is_webhook_configuration(info) {
         crate::admission::config::admit(info, obj, None)?;
+    } else if is_policy(info) {
+        crate::admission::policy::config::admit(info, obj)?;
     }
     Ok(())
 }
@@ -76,8 +84,10 @@ pub fn on_update(
         }
     } else if is(info, crate::crd::GROUP, crate::crd::PLURAL) && subresource.is_none() {
         crate::crd::admit(new, Some(old))?;
-    } else if crate::admission::is_configuration(info) {
+    } else if crate::admission::is_webhook_configuration(info) {
         crate::admission::config::admit(info, new, Some(old))?;
+    } else if is_policy(info) && subresource.is_none() {
+        crate::admission::policy::config::admit(info, new)?;
     } else if (is(info, "", "configmaps") || is(info, "", "secrets"))
         && old.get("immutable") == Some(&json!(true))
     {

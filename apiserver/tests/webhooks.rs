@@ -1124,6 +1124,35 @@ async fn match_conditions_select_requests() {
     );
 }
 
+/// A matchCondition worth 20^6 comprehension iterations is stopped at kube's
+/// per-expression cost limit, promptly; the failure policy decides.
+#[tokio::test]
+// `s` the server and `a` its address, as throughout these tests.
+#[allow(clippy::many_single_char_names)]
+async fn costly_match_conditions_are_stopped() {
+    let hook = start_hook(|_, r| allow(r)).await;
+    let s = server().await;
+    let a = s.addr();
+    let l = format!(
+        "[{}]",
+        (0..20).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+    );
+    let bomb =
+        format!("{l}.all(a, {l}.all(b, {l}.all(c, {l}.all(d, {l}.all(e, {l}.all(f, true))))))");
+    let mut h = webhook("costly.example.com", &hook.url("/c"), &hook.ca_b64);
+    h["matchConditions"] = json!([{"name": "costly", "expression": bomb}]);
+    install(a, false, "costly", vec![h]).await;
+    let started = std::time::Instant::now();
+    let r = req(a, "POST", CM, Some(&cm("x"))).await;
+    let st = assert_status(&r, 500, "InternalError");
+    assert_eq!(
+        st["message"],
+        "Internal error occurred: failed calling webhook \"costly.example.com\": failed to evaluate matchCondition \"costly\": operation cancelled: actual cost limit exceeded"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(hook.count("/c"), 0);
+}
+
 #[tokio::test]
 // `s` the server and `a` its address, as throughout these tests.
 #[allow(clippy::many_single_char_names)]

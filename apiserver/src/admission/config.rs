@@ -45,7 +45,7 @@ pub struct MatchCondition {
     /// Its name.
     pub name: String,
     /// The compiled expression.
-    pub program: Arc<cel::Program>,
+    pub program: super::cel::Program,
 }
 
 impl std::fmt::Debug for MatchCondition {
@@ -184,9 +184,9 @@ impl Common {
             .match_conditions
             .iter()
             .map(|c| {
-                compile(&c.expression).map(|p| MatchCondition {
+                super::cel::compile(&c.expression).map(|program| MatchCondition {
                     name: c.name.clone(),
-                    program: Arc::new(p),
+                    program,
                 })
             })
             .collect();
@@ -229,28 +229,6 @@ pub fn endpoint(cc: &admreg::WebhookClientConfig) -> Endpoint {
     }
 }
 
-/// Longest matchConditions expression accepted (guards the CEL parser's recursion).
-const MAX_EXPRESSION_LEN: usize = 5 * 1024;
-
-/// Compiles a CEL expression on a helper thread with a large stack (the parser
-/// recurses), turning parser panics into errors.
-pub fn compile(src: &str) -> Result<cel::Program, String> {
-    if src.len() > MAX_EXPRESSION_LEN {
-        return Err(format!(
-            "expression is longer than {MAX_EXPRESSION_LEN} bytes"
-        ));
-    }
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("gantry-admission-cel".into())
-            .stack_size(64 << 20)
-            .spawn_scoped(s, || cel::Program::compile(src).map_err(|e| e.to_string()))
-            .ok()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_else(|| Err("unable to parse expression".into()))
-    })
-}
-
 fn set_default(obj: &mut Value, field: &str, v: Value) {
     if let Some(m) = obj.as_object_mut()
         && m.get(field).is_none_or(Value::is_null)
@@ -287,12 +265,12 @@ pub fn default(info: &ResourceInfo, obj: &mut Value) {
 }
 
 /// Go's `%q`-like rendering of a string list, as kube prints `[]string` values.
-fn go_strings(v: &[String]) -> String {
+pub(crate) fn go_strings(v: &[String]) -> String {
     let items: Vec<String> = v.iter().map(|s| format!("{s:?}")).collect();
     format!("[]string{{{}}}", items.join(", "))
 }
 
-fn required(field: String, detail: &str) -> Cause {
+pub(crate) fn required(field: String, detail: &str) -> Cause {
     let msg = if detail.is_empty() {
         "Required value".to_string()
     } else {
@@ -301,7 +279,7 @@ fn required(field: String, detail: &str) -> Cause {
     Cause::new("FieldValueRequired", msg, field)
 }
 
-fn invalid(field: String, value: &str, detail: &str) -> Cause {
+pub(crate) fn invalid(field: String, value: &str, detail: &str) -> Cause {
     Cause::new(
         "FieldValueInvalid",
         format!("Invalid value: {value}: {detail}"),
@@ -309,7 +287,7 @@ fn invalid(field: String, value: &str, detail: &str) -> Cause {
     )
 }
 
-fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
+pub(crate) fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
     let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
     Cause::new(
         "FieldValueNotSupported",
@@ -321,7 +299,7 @@ fn unsupported(field: String, value: &str, supported: &[&str]) -> Cause {
     )
 }
 
-fn duplicate(field: String, value: &str) -> Cause {
+pub(crate) fn duplicate(field: String, value: &str) -> Cause {
     Cause::new(
         "FieldValueDuplicate",
         format!("Duplicate value: {value:?}"),
@@ -466,7 +444,7 @@ fn validate_webhook(c: &Common, path: &str, allow_unsafe: bool, out: &mut Vec<Ca
     validate_match_conditions(&c.match_conditions, &format!("{path}.matchConditions"), out);
 }
 
-fn validate_rule(r: &admreg::RuleWithOperations, path: &str, out: &mut Vec<Cause>) {
+pub(crate) fn validate_rule(r: &admreg::RuleWithOperations, path: &str, out: &mut Vec<Cause>) {
     let ops = r.operations.clone().unwrap_or_default();
     if ops.is_empty() {
         out.push(required(format!("{path}.operations"), ""));
@@ -666,7 +644,11 @@ pub(crate) fn validate_client_config(
     }
 }
 
-fn validate_match_conditions(conds: &[admreg::MatchCondition], path: &str, out: &mut Vec<Cause>) {
+pub(crate) fn validate_match_conditions(
+    conds: &[admreg::MatchCondition],
+    path: &str,
+    out: &mut Vec<Cause>,
+) {
     if conds.len() > 64 {
         out.push(Cause::new(
             "FieldValueTooMany",
@@ -684,7 +666,7 @@ fn validate_match_conditions(conds: &[admreg::MatchCondition], path: &str, out: 
         }
         if c.expression.trim().is_empty() {
             out.push(required(format!("{p}.expression"), ""));
-        } else if let Err(e) = compile(&c.expression) {
+        } else if let Err(e) = super::cel::compile(&c.expression) {
             out.push(invalid(
                 format!("{p}.expression"),
                 &format!("{:?}", c.expression),

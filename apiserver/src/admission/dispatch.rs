@@ -303,8 +303,9 @@ fn apply_patch(
     Ok(true)
 }
 
-/// Runs the matching validating webhooks in parallel on the final object (None for
-/// DELETE). The first failure in webhook order wins. Returns the warnings.
+/// Enforces the validating admission policies, then runs the matching validating
+/// webhooks in parallel on the final object (None for DELETE). The first failure in
+/// webhook order wins. Returns the warnings.
 pub async fn validate(
     app: &App,
     a: &Attributes,
@@ -314,13 +315,14 @@ pub async fn validate(
     if super::is_configuration(&a.info) {
         return Ok(vec![]);
     }
+    // kube's ValidatingAdmissionPolicy plugin runs before its webhook plugin.
+    let mut warnings = super::policy::validate(app, a, object, old).await?;
     let hooks: Vec<Arc<Webhook>> = app.webhooks.current().validating.clone();
     if hooks.is_empty() {
-        return Ok(vec![]);
+        return Ok(warnings);
     }
     let results =
         futures::future::join_all(hooks.iter().map(|h| call(app, h, a, object, old))).await;
-    let mut warnings = vec![];
     for (hook, r) in hooks.iter().zip(results) {
         match r? {
             Ok(Outcome::Allowed { warnings: w, .. }) => warnings.extend(w),

@@ -8,7 +8,7 @@ use k8s_openapi::api::admissionregistration::v1 as admreg;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
-use super::{Attributes, Operation, Webhook};
+use super::{Attributes, Operation, Webhook, cel};
 use crate::error::Cause;
 use crate::registry::{Registry, ResourceInfo};
 
@@ -88,10 +88,24 @@ pub fn matched_resource(
     a: &Attributes,
     registry: &Registry,
 ) -> Option<Arc<ResourceInfo>> {
-    if hook.rules.iter().any(|r| rule_matches(r, &a.info, a)) {
+    resource_matched_by(a, registry, hook.equivalent, |info| {
+        hook.rules.iter().any(|r| rule_matches(r, info, a))
+    })
+}
+
+/// The resource `covers` matches the request as: the requested one, or when
+/// `equivalent`, another served version of the same resource (kube's
+/// `matchPolicy: Equivalent`).
+pub fn resource_matched_by(
+    a: &Attributes,
+    registry: &Registry,
+    equivalent: bool,
+    covers: impl Fn(&ResourceInfo) -> bool,
+) -> Option<Arc<ResourceInfo>> {
+    if covers(&a.info) {
         return Some(a.info.clone());
     }
-    if !hook.equivalent {
+    if !equivalent {
         return None;
     }
     registry
@@ -103,7 +117,7 @@ pub fn matched_resource(
                 && o.plural == a.info.plural
                 && o.version != a.info.version
         })
-        .find(|o| hook.rules.iter().any(|r| rule_matches(r, o, a)))
+        .find(|o| covers(o))
 }
 
 /// Labels of an object (empty when none).
@@ -183,12 +197,19 @@ pub fn validate_selector(sel: &LabelSelector, path: &str, out: &mut Vec<Cause>) 
 
 /// Whether the object selector matches the new or the old object's labels.
 pub fn object_matches(hook: &Webhook, obj: Option<&Value>, old: Option<&Value>) -> bool {
-    if selector_is_empty(&hook.object_selector) {
+    object_selector_matches(&hook.object_selector, obj, old)
+}
+
+/// Whether `sel` matches the new or the old object's labels (kube's object matcher).
+pub fn object_selector_matches(
+    sel: &LabelSelector,
+    obj: Option<&Value>,
+    old: Option<&Value>,
+) -> bool {
+    if selector_is_empty(sel) {
         return true;
     }
-    let m = |o: Option<&Value>| {
-        o.is_some_and(|o| selector_matches(&hook.object_selector, &labels(Some(o))))
-    };
+    let m = |o: Option<&Value>| o.is_some_and(|o| selector_matches(sel, &labels(Some(o))));
     m(obj) || m(old)
 }
 
@@ -202,10 +223,20 @@ pub fn namespace_matches(
     obj: Option<&Value>,
     ns_labels: impl FnOnce(&str) -> Option<BTreeMap<String, String>>,
 ) -> Result<bool, String> {
+    namespace_selector_matches(&hook.namespace_selector, a, obj, ns_labels)
+}
+
+/// [`namespace_matches`] for any selector (kube's namespace matcher).
+pub fn namespace_selector_matches(
+    sel: &LabelSelector,
+    a: &Attributes,
+    obj: Option<&Value>,
+    ns_labels: impl FnOnce(&str) -> Option<BTreeMap<String, String>>,
+) -> Result<bool, String> {
     let Some(ns) = a.selector_namespace() else {
         return Ok(true);
     };
-    if selector_is_empty(&hook.namespace_selector) {
+    if selector_is_empty(sel) {
         return Ok(true);
     }
     let own = is_namespaces(&a.info)
@@ -216,12 +247,12 @@ pub fn namespace_matches(
     } else {
         ns_labels(ns).ok_or_else(|| format!("namespaces \"{ns}\" not found"))?
     };
-    Ok(selector_matches(&hook.namespace_selector, &labels))
+    Ok(selector_matches(sel, &labels))
 }
 
 /// Evaluates matchConditions: Ok(false) when one is false, Err when none is false and
-/// one failed to evaluate (kube then applies the failure policy). Evaluation recurses
-/// over the expression, so it runs on a helper thread with a large stack.
+/// one failed to evaluate (kube then applies the failure policy). They share kube's
+/// runtime cost budget; each is held to the per-expression limit.
 pub fn conditions_match(
     hook: &Webhook,
     obj: Option<&Value>,
@@ -232,46 +263,50 @@ pub fn conditions_match(
     if conds.is_empty() {
         return Ok(true);
     }
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("gantry-admission-cel".into())
-            .stack_size(64 << 20)
-            .spawn_scoped(s, || evaluate(conds, obj, old, request))
-            .map_err(|e| format!("matchConditions: {e}"))?
-            .join()
-            .unwrap_or_else(|_| Err("matchConditions: evaluation failed".into()))
-    })
+    let mut activation = cel::Activation::default();
+    for (name, v) in [
+        ("object", obj),
+        ("oldObject", old),
+        ("request", Some(request)),
+    ] {
+        activation.bind_json(name, v.unwrap_or(&Value::Null))?;
+    }
+    cel::with_big_stack(|| evaluate(conds, &activation))
+        .unwrap_or_else(|| Err("matchConditions: evaluation failed".into()))
 }
 
 fn evaluate(
     conds: &[super::config::MatchCondition],
-    obj: Option<&Value>,
-    old: Option<&Value>,
-    request: &Value,
+    activation: &cel::Activation,
 ) -> Result<bool, String> {
-    let to_cel =
-        |v: Option<&Value>| cel::to_value(v.unwrap_or(&Value::Null)).map_err(|e| e.to_string());
-    let (object, old_object, req) = (to_cel(obj)?, to_cel(old)?, to_cel(Some(request))?);
-    let mut ctx = cel::Context::default();
-    ctx.add_variable_from_value("object", object);
-    ctx.add_variable_from_value("oldObject", old_object);
-    ctx.add_variable_from_value("request", req);
+    let mut budget = cel::Budget::runtime();
     let mut first_err = None;
     for c in conds {
-        match c.program.execute(&ctx) {
-            Ok(cel::Value::Bool(true)) => {}
-            Ok(cel::Value::Bool(false)) => return Ok(false),
+        match cel::evaluate_here(&c.program, activation, &mut budget) {
+            Ok(::cel::Value::Bool(true)) => {}
+            Ok(::cel::Value::Bool(false)) => return Ok(false),
             Ok(other) => {
                 first_err.get_or_insert(format!(
                     "matchCondition {:?} must evaluate to bool, got {other:?}",
                     c.name
                 ));
             }
-            Err(e) => {
+            Err(cel::EvalError::Failed(e)) => {
                 first_err.get_or_insert(format!(
                     "failed to evaluate matchCondition {:?}: {e}",
                     c.name
                 ));
+            }
+            Err(cel::EvalError::CostLimit) => {
+                first_err.get_or_insert(format!(
+                    "failed to evaluate matchCondition {:?}: operation cancelled: actual cost limit exceeded",
+                    c.name
+                ));
+            }
+            Err(cel::EvalError::OutOfBudget) => {
+                return Err(
+                    "validation failed due to running out of cost budget, no further validation rules will be run".into(),
+                );
             }
         }
     }

@@ -11,13 +11,18 @@
 //! - [`dispatch`]: mutating webhooks in order (with reinvocation), validating webhooks
 //!   in parallel, failure policies and kube's error messages.
 //!
+//! - [`cel`]: the CEL engine (with kube's cost limits) of matchConditions and policies.
+//! - [`policy`]: `ValidatingAdmissionPolicies` and their bindings.
+//!
 //! The write handlers call [`dispatch::mutate`] after decoding and defaulting and
-//! [`dispatch::validate`] just before the commit.
+//! [`dispatch::validate`] (policies, then validating webhooks) just before the commit.
 
+pub mod cel;
 pub mod client;
 pub mod config;
 pub mod dispatch;
 pub mod matching;
+pub mod policy;
 pub mod review;
 
 use std::sync::{Arc, RwLock};
@@ -37,8 +42,24 @@ pub const MUTATING: &str = "mutatingwebhookconfigurations";
 /// Plural of ValidatingWebhookConfiguration.
 pub const VALIDATING: &str = "validatingwebhookconfigurations";
 
-/// Whether `info` is a webhook configuration resource (never sent to webhooks).
+/// Whether `info` is an admission configuration resource: webhook configurations,
+/// policies and bindings are never sent to webhooks nor held to policies (kube's
+/// `IsExemptAdmissionConfigurationResource`).
 pub fn is_configuration(info: &ResourceInfo) -> bool {
+    info.group == GROUP
+        && matches!(
+            info.plural.as_str(),
+            MUTATING
+                | VALIDATING
+                | policy::POLICIES
+                | policy::BINDINGS
+                | "mutatingadmissionpolicies"
+                | "mutatingadmissionpolicybindings"
+        )
+}
+
+/// Whether `info` is a webhook configuration (validated by [`config`]).
+pub fn is_webhook_configuration(info: &ResourceInfo) -> bool {
     info.group == GROUP && (info.plural == MUTATING || info.plural == VALIDATING)
 }
 

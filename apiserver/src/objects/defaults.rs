@@ -208,6 +208,10 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value) {
         (crate::admission::GROUP, crate::admission::MUTATING | crate::admission::VALIDATING) => {
             crate::admission::config::default(info, obj);
         }
+        (
+            crate::admission::GROUP,
+            crate::admission::policy::POLICIES | crate::admission::policy::BINDINGS,
+        ) => crate::admission::policy::config::default(info, obj),
         ("", "services") => {
             let spec = child(obj, "spec");
             default(spec, "type", json!("ClusterIP"));

@@ -64,9 +64,10 @@ pub fn initial_status(info: &ResourceInfo, obj: &Value) -> Option<Value> {
         ("autoscaling", "horizontalpodautoscalers") => {
             json!({ "currentReplicas": 0, "desiredReplicas": 0 })
         }
-        ("", "resourcequotas") | ("apps", "deployments") | ("batch", "jobs" | "cronjobs") => {
-            json!({})
-        }
+        ("", "resourcequotas")
+        | ("apps", "deployments")
+        | ("batch", "jobs" | "cronjobs")
+        | ("admissionregistration.k8s.io", "validatingadmissionpolicies") => json!({}),
         _ => return None,
     })
 }

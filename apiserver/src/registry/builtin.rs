@@ -180,6 +180,8 @@ builtins!(
     apiext::CustomResourceDefinition,
     admreg::ValidatingWebhookConfiguration,
     admreg::MutatingWebhookConfiguration,
+    admreg::ValidatingAdmissionPolicy,
+    admreg::ValidatingAdmissionPolicyBinding,
     rbac::Role,
     rbac::RoleBinding,
     rbac::ClusterRole,

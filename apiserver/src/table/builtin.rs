@@ -329,6 +329,24 @@ fn job_status(job: &Value) -> &'static str {
     }
 }
 
+/// A binding's paramRef as kube prints it: `NAMESPACE/NAME`, `*/NAME` without a
+/// namespace, the selector (Go's struct rendering, which is not reproduced: the
+/// selector's `metav1.FormatLabelSelector` instead), or `<unset>`.
+fn param_ref(obj: &Value) -> String {
+    let Some(pr) = obj.pointer("/spec/paramRef").filter(|p| p.is_object()) else {
+        return "<unset>".into();
+    };
+    let (name, ns) = (text(pr, "/name"), text(pr, "/namespace"));
+    match (name, ns) {
+        ("", _) if pr.get("selector").is_some_and(Value::is_object) => {
+            label_selector(pr.get("selector"))
+        }
+        ("", _) => "<unset>".into(),
+        (n, "") => format!("*/{n}"),
+        (n, ns) => format!("{ns}/{n}"),
+    }
+}
+
 /// `metav1.FormatLabelSelector`: `<none>` for an empty selector.
 fn format_label_selector(sel: Option<&Value>) -> Value {
     or_none(label_selector(sel))
@@ -450,6 +468,17 @@ pub(super) fn cell(group: &str, plural: &str, column: &str, obj: &Value) -> Opti
         ("batch", "jobs", "Selector") => format_label_selector(obj.pointer("/spec/selector")),
         ("coordination.k8s.io", "leases", "Holder") => json!(text(obj, "/spec/holderIdentity")),
         ("admissionregistration.k8s.io", _, "Webhooks") => json!(len(obj.get("webhooks"))),
+        ("admissionregistration.k8s.io", _, "Validations") => {
+            json!(len(obj.pointer("/spec/validations")))
+        }
+        ("admissionregistration.k8s.io", _, "ParamKind") => match obj.pointer("/spec/paramKind") {
+            Some(pk) if pk.is_object() => {
+                json!(format!("{}/{}", text(pk, "/apiVersion"), text(pk, "/kind")))
+            }
+            _ => json!("<unset>"),
+        },
+        ("admissionregistration.k8s.io", _, "PolicyName") => json!(text(obj, "/spec/policyName")),
+        ("admissionregistration.k8s.io", _, "ParamRef") => json!(param_ref(obj)),
         ("rbac.authorization.k8s.io", _, "Role") => json!(format!(
             "{}/{}",
             text(obj, "/roleRef/kind"),

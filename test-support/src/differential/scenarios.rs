@@ -8,7 +8,8 @@
 //! quota, budget, priority class and ingress generators, access and token reviews, auth
 //! can-i, service-account tokens, drain, explain, events, describe, a CRD with
 //! printer columns, status and scale subresources and a finalizer,
-//! generated names, deletes (each kind answers as its registry does), the
+//! generated names, deletes (each kind answers as its registry does), admission
+//! policies and bindings (served, defaulted, printed, refused), the
 //! status new objects get, Events of both APIs with their field selectors,
 //! and 404s. Their output is not checked here (the
 //! kubectl suite of the API server does that); only what the servers
@@ -713,9 +714,54 @@ fn steps() -> Vec<Step> {
         step(&["delete", "configmap", "cm1", "-n", NS]),
         step(&["get", "configmap", "cm1", "-n", NS]),
         step(&["delete", "crd", "widgets.example.com"]),
+        with_input(&["create", "-f", "-"], POLICY),
+        step(&["get", "validatingadmissionpolicies"]),
+        step(&["get", "validatingadmissionpolicybindings", "-o", "wide"]),
+        step(&[
+            "get",
+            "validatingadmissionpolicy",
+            "diff-policy",
+            "-o",
+            "json",
+        ]),
+        with_input(&["create", "-f", "-"], BAD_POLICY),
+        step(&["delete", "validatingadmissionpolicybinding", "diff-binding"]),
+        step(&["delete", "validatingadmissionpolicy", "diff-policy"]),
         step(&["delete", "namespace", NS, "--wait=false"]),
     ]
 }
+
+/// A `ValidatingAdmissionPolicy` and its binding (served, defaulted, printed; it
+/// matches nothing the scenarios write).
+const POLICY: &str = "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: diff-policy}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+    objectSelector: {matchLabels: {policy-demo: 'yes'}}
+  validations:
+  - {expression: 'object.metadata.name.size() < 10', message: short names only}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: diff-binding}
+spec:
+  policyName: diff-policy
+  validationActions: [Deny]
+  paramRef: {name: limits, namespace: diff, parameterNotFoundAction: Allow}
+";
+
+/// A policy kube refuses (unsupported failure policy, no validations).
+const BAD_POLICY: &str = "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: diff-bad}
+spec:
+  failurePolicy: Sometimes
+  matchConstraints:
+    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+";
 
 /// The minor version of the kubectl at `bin`.
 pub async fn kubectl_minor(bin: &Path) -> anyhow::Result<u32> {
