@@ -287,10 +287,11 @@ async fn immutable_fields_of_operator_kinds_are_refused(backend: Backend) {
         ]
     );
 
-    // A claim's spec (kube appends a diff of its internal structs: compared up to it).
+    // A claim's spec, with kube's diff of its internal structs.
     let claims = format!("/api/v1/namespaces/{NS}/persistentvolumeclaims");
     let claim = json!({ "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": { "name": "c" },
         "spec": { "accessModes": ["ReadWriteOnce"], "resources": { "requests": { "storage": "1Gi" } } } });
+    let pvc = "spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims";
     let got = update_refused(
         &c,
         &claims,
@@ -298,17 +299,22 @@ async fn immutable_fields_of_operator_kinds_are_refused(backend: Backend) {
         json!({ "spec": { "accessModes": ["ReadWriteMany"] } }),
     )
     .await;
-    let first_line: Vec<&str> = got.iter().map(|m| m.lines().next().unwrap()).collect();
     assert_eq!(
-        first_line,
-        [
-            "spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"
-        ]
+        got,
+        [format!(
+            "{pvc}\n@@ -1,6 +1,6 @@\n {{\n  \"AccessModes\": [\n-  \"ReadWriteOnce\"\n+  \"ReadWriteMany\"\n  ],\n  \"Selector\": null,\n  \"Resources\": {{\n"
+        )]
     );
     // Unbound: the requests too.
     let patch = json!({ "spec": { "resources": { "requests": { "storage": "2Gi" } } } });
     let (code, body) = send(&c, "PATCH", &format!("{claims}/c"), &patch).await;
     assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        causes(&body),
+        [format!(
+            "{pvc}\n@@ -6,7 +6,7 @@\n  \"Resources\": {{\n   \"Limits\": null,\n   \"Requests\": {{\n-   \"storage\": \"1Gi\"\n+   \"storage\": \"2Gi\"\n   }}\n  }},\n  \"VolumeName\": \"\",\n"
+        )]
+    );
 
     // A Service's cluster IP.
     let services = format!("/api/v1/namespaces/{NS}/services");

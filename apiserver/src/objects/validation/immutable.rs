@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::pod;
+use super::{go_diff, pod};
 use crate::error::Cause;
 use crate::registry::ResourceInfo;
 
@@ -102,15 +102,58 @@ fn claim_spec(old: &Value, new: &Value, out: &mut Vec<Cause>) {
         mutable.push("volumeName");
     }
     let (mut old_spec, mut new_spec) = (spec_without(old, &mutable), spec_without(new, &mutable));
-    if old.pointer("/status/phase").and_then(Value::as_str) == Some("Bound") {
+    let bound = old.pointer("/status/phase").and_then(Value::as_str) == Some("Bound");
+    if bound {
         for spec in [&mut old_spec, &mut new_spec] {
             if let Some(r) = spec.get_mut("resources").and_then(Value::as_object_mut) {
                 r.remove("requests");
             }
         }
     }
-    if old_spec != new_spec {
-        out.push(Cause::new("FieldValueForbidden", PVC_FORBIDDEN, "spec"));
+    if old_spec == new_spec {
+        return;
+    }
+    // kube's clones: the fields an update may change made equal, then diffed.
+    let old_full = old.get("spec").cloned().unwrap_or(Value::Null);
+    let mut old_clone = old_full.clone();
+    let mut new_clone = new.get("spec").cloned().unwrap_or(Value::Null);
+    set(
+        &mut new_clone,
+        "volumeAttributesClassName",
+        old_full.get("volumeAttributesClassName"),
+    );
+    if unset(old) {
+        set(
+            &mut old_clone,
+            "volumeName",
+            new_clone.get("volumeName").cloned().as_ref(),
+        );
+    }
+    if bound {
+        let requests = old_full.pointer("/resources/requests").cloned();
+        if let Some(r) = new_clone.get_mut("resources").filter(|r| r.is_object()) {
+            set(r, "requests", requests.as_ref());
+        }
+    }
+    let diff = go_diff::claim_spec_diff(&old_clone, &new_clone);
+    out.push(Cause::new(
+        "FieldValueForbidden",
+        format!("{PVC_FORBIDDEN}\n{diff}"),
+        "spec",
+    ));
+}
+
+/// Sets (or removes, for None) the field `key` of the object `obj`.
+fn set(obj: &mut Value, key: &str, value: Option<&Value>) {
+    if let Some(map) = obj.as_object_mut() {
+        match value {
+            Some(v) => {
+                map.insert(key.to_string(), v.clone());
+            }
+            None => {
+                map.remove(key);
+            }
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! PVC requests, immutable fields.
 
 mod cron;
+mod go_diff;
 mod immutable;
 mod kinds;
 mod pod;
