@@ -364,6 +364,43 @@ async fn immutable_fields_of_operator_kinds_are_refused(backend: Backend) {
     .await;
     assert_eq!(got, [format!("data: {when}"), format!("immutable: {when}")]);
 
+    // A CRD's group and scope.
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let crd = json!({ "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": { "name": "things.immutable.example.com" },
+        "spec": { "group": "immutable.example.com", "scope": "Namespaced",
+            "names": { "plural": "things", "singular": "thing", "kind": "Thing" },
+            "versions": [{ "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": { "type": "object" } } }] } });
+    let (code, body) = send(&c, "POST", crds, &crd).await;
+    assert_eq!(code, 201, "{body}");
+    let crd_path = format!("{crds}/things.immutable.example.com");
+    // Scope and names freeze once it is established (kube's controller takes a moment).
+    for _ in 0..100 {
+        let (_, crd) = send(&c, "GET", &crd_path, &Value::Null).await;
+        let established = crd["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        });
+        if established {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let patch = json!({ "spec": { "scope": "Cluster", "group": "other.example.com",
+        "names": { "plural": "others", "kind": "Other" } } });
+    let (code, body) = send(&c, "PATCH", &crd_path, &patch).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        causes(&body),
+        [
+            "spec.group: Invalid value: \"other.example.com\": field is immutable",
+            "spec.names.kind: Invalid value: \"Other\": field is immutable",
+            "spec.names.plural: Invalid value: \"others\": field is immutable",
+            "spec.scope: Invalid value: \"Cluster\": field is immutable",
+        ]
+    );
+
     // A binding's roleRef.
     let bindings = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{NS}/rolebindings");
     let rb = json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
