@@ -3,10 +3,21 @@
 //! `kube-aggregator.kubernetes.io/automanaged: onstart`, which `kubectl get
 //! apiservices` shows. They are made at start for the built-in group versions, when
 //! missing; nothing is aggregated here, so writes are refused (405).
+//!
+//! Group versions of custom resources get theirs as kube's CRD registration
+//! controller makes them ([`sync_custom`], run by the background controllers):
+//! one per version some CRD serves, labelled `automanaged: "true"`, removed when no
+//! CRD serves it any more.
+
+use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
 use crate::registry::Registry;
+use crate::storage::{View, Write};
+
+/// The label kube's aggregator marks the `APIServices` it manages with.
+const AUTOMANAGED: &str = "kube-aggregator.kubernetes.io/automanaged";
 
 /// The API group.
 pub const GROUP: &str = "apiregistration.k8s.io";
@@ -58,8 +69,15 @@ pub fn key(name: &str) -> String {
     format!("{GROUP}/{PLURAL}//{name}")
 }
 
-/// Storage keys and objects of the `APIServices` of `group_versions`.
+/// Storage keys and objects of the `APIServices` of `group_versions` (built-in ones,
+/// managed `onstart`).
 pub fn objects(group_versions: &[(String, String)]) -> Vec<(String, Value)> {
+    managed(group_versions, "onstart")
+}
+
+/// Storage keys and objects of `APIServices` for `group_versions`, labelled with
+/// how the aggregator manages them.
+fn managed(group_versions: &[(String, String)], how: &str) -> Vec<(String, Value)> {
     let now = crate::objects::meta::now_rfc3339();
     group_versions
         .iter()
@@ -81,7 +99,7 @@ pub fn objects(group_versions: &[(String, String)]) -> Vec<(String, Value)> {
                     "name": name,
                     "uid": uuid::Uuid::new_v4().to_string(),
                     "creationTimestamp": now,
-                    "labels": {"kube-aggregator.kubernetes.io/automanaged": "onstart"},
+                    "labels": {AUTOMANAGED: how},
                 },
                 "spec": spec,
                 "status": {"conditions": [{
@@ -111,6 +129,45 @@ pub fn served(registry: &Registry) -> Vec<(String, String)> {
     out.sort();
     out.dedup();
     out
+}
+
+/// The writes that make the `APIServices` of custom resources match the CRDs in
+/// `view`: one for each group version a CRD serves, none for the others.
+pub fn sync_custom(view: &View<'_>) -> Vec<Write> {
+    let crds = view.list(&format!("{}/{}/", crate::crd::GROUP, crate::crd::PLURAL));
+    let wanted: BTreeSet<(String, String)> = crds
+        .iter()
+        .flat_map(|(_, crd)| {
+            let group = crd["spec"]["group"].as_str().unwrap_or("").to_string();
+            crd["spec"]["versions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|v| v["served"] == true)
+                .filter_map(move |v| Some((group.clone(), v["name"].as_str()?.to_string())))
+        })
+        .collect();
+    let existing = view.list(&format!("{GROUP}/{PLURAL}/"));
+    let is_custom = |o: &Value| o["metadata"]["labels"][AUTOMANAGED] == "true";
+    let missing: Vec<(String, String)> = wanted
+        .iter()
+        .filter(|(g, v)| view.get(&key(&name(g, v))).is_none())
+        .cloned()
+        .collect();
+    let stale = existing.into_iter().filter(|(_, o)| {
+        is_custom(o)
+            && !wanted.iter().any(|(g, v)| {
+                o["spec"]["group"].as_str() == Some(g.as_str()) && o["spec"]["version"] == **v
+            })
+    });
+    stale
+        .map(|(k, _)| Write::Delete(k))
+        .chain(
+            managed(&missing, "true")
+                .into_iter()
+                .map(|(k, o)| Write::Put(k, o)),
+        )
+        .collect()
 }
 
 #[cfg(test)]

@@ -158,10 +158,11 @@ impl App {
                 crate::crd::sync(&self.registry, current, e.previous.as_deref());
             }
         }
-        // The controllers only have work after deletions, on deleting objects, and on
-        // objects with owners (whose owners may be gone).
+        // The controllers only have work after deletions, on deleting objects, on
+        // objects with owners (whose owners may be gone), and on CRDs (APIServices).
         let relevant = events.iter().any(|e| {
             e.kind == crate::storage::EventType::Deleted
+                || e.key.starts_with(&crd_prefix)
                 || crate::objects::meta::is_deleting(&e.object)
                 || e.object
                     .pointer("/metadata/ownerReferences")

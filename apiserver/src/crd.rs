@@ -86,12 +86,40 @@ pub fn admit(crd: &mut Value, old: Option<&Value>) -> ApiResult<()> {
             "spec.names.kind",
         ));
     }
-    if name != format!("{plural}.{group}") {
-        causes.push(invalid(
+    match old {
+        // kube checks the name on create only; on update group and scope are frozen.
+        None if name != format!("{plural}.{group}") => causes.push(invalid(
             "metadata.name",
             &name,
             "must be spec.names.plural+\".\"+spec.group",
-        ));
+        )),
+        None => {}
+        Some(old) => {
+            // Scope and names freeze once the CRD is established.
+            let established = old
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Established" && c["status"] == "True")
+                });
+            let frozen: &[(&str, &str)] = if established {
+                &[
+                    ("/spec/group", "spec.group"),
+                    ("/spec/scope", "spec.scope"),
+                    ("/spec/names/plural", "spec.names.plural"),
+                    ("/spec/names/kind", "spec.names.kind"),
+                ]
+            } else {
+                &[("/spec/group", "spec.group")]
+            };
+            for (ptr, field) in frozen {
+                let value = s(crd, ptr);
+                if value != s(old, ptr) {
+                    causes.push(invalid(field, value, "field is immutable"));
+                }
+            }
+        }
     }
     let scope = s(crd, "/spec/scope").to_string();
     if scope != "Namespaced" && scope != "Cluster" {

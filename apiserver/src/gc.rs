@@ -208,5 +208,6 @@ fn plan(view: &View<'_>) -> Vec<Write> {
             p.delete(key, obj);
         }
     }
+    p.writes.extend(crate::apiservices::sync_custom(view));
     p.writes
 }

@@ -88,33 +88,12 @@ pub fn on_update(
         crate::admission::config::admit(info, new, Some(old))?;
     } else if is_policy(info) && subresource.is_none() {
         crate::admission::policy::config::admit(info, new)?;
-    } else if (is(info, "", "configmaps") || is(info, "", "secrets"))
-        && old.get("immutable") == Some(&json!(true))
-    {
-        for f in ["data", "binaryData", "immutable"] {
-            if new.get(f) != old.get(f) {
-                let name = old
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                return Err(crate::error::ApiError::invalid(
-                    &info.group,
-                    &info.kind,
-                    name,
-                    vec![crate::error::Cause::new(
-                        "FieldValueForbidden",
-                        "Forbidden: field is immutable when `immutable` is set",
-                        f,
-                    )],
-                ));
-            }
-        }
     } else if is(info, "", "services") {
         // Allocated fields survive updates that do not mention them.
         for f in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
             if new
                 .pointer(&format!("/spec/{f}"))
-                .is_none_or(Value::is_null)
+                .is_none_or(|v| v.is_null() || v == "")
                 && let Some(v) = old.pointer(&format!("/spec/{f}"))
             {
                 new["spec"][f] = v.clone();

@@ -115,7 +115,7 @@ async fn delete_preconditions() {
         st["message"]
             .as_str()
             .unwrap()
-            .contains("Precondition failed: UID in precondition: nope"),
+            .contains("the UID in the precondition (nope) does not match the UID in record"),
         "{st}"
     );
     assert_status(

@@ -1,7 +1,10 @@
 //! `pods/eviction` on both backends: `PodDisruptionBudgets` are honoured as kube's
 //! eviction registry honours them (429 in kube's words, one disruption spent per
 //! eviction), dry runs change nothing, and the evicted Pod goes with kube's
-//! `DisruptionTarget` condition.
+//! `DisruptionTarget` condition; admission webhooks see evictions.
+
+#[path = "common/webhook.rs"]
+mod webhook_server;
 
 use std::time::Duration;
 
@@ -214,5 +217,96 @@ async fn evictions_honour_disruption_budgets(backend: Backend) {
     let (code, body) = evict(&client, "web-2", json!({}), "").await;
     assert_eq!(code, 404, "{body}");
     assert_eq!(body["message"], "pods \"web-2\" not found");
+    cluster.shutdown().await;
+}
+
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_webhooks_review_evictions(backend: Backend) {
+    let hook = webhook_server::start_hook(|_, review| {
+        webhook_server::deny(
+            review,
+            json!({"message": "no evictions today", "code": 403}),
+        )
+    })
+    .await;
+    let cluster = Cluster::start(backend).await;
+    let client = client_without_retries(&cluster).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    running_pod(&client, "web-1").await;
+    let config = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "no-evictions"},
+        "webhooks": [{
+            "name": "no-evictions.example.com",
+            "clientConfig": {"url": hook.url("/deny"), "caBundle": hook.ca_b64},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                "resources": ["pods/eviction"]}],
+            "sideEffects": "None", "admissionReviewVersions": ["v1"], "failurePolicy": "Fail",
+        }],
+    });
+    let configs: Api<kube::api::DynamicObject> = Api::all_with(
+        client.clone(),
+        &kube::discovery::ApiResource::erase::<
+            k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration,
+        >(&()),
+    );
+    configs
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(config).unwrap(),
+        )
+        .await
+        .unwrap();
+
+    // kube-apiserver picks the configuration up through an informer: retry until called.
+    let mut answer = (0, Value::Null);
+    for _ in 0..100 {
+        answer = evict(&client, "web-1", json!({}), "").await;
+        if answer.0 != 201 || hook.count("/deny") > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (code, body) = answer;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "admission webhook \"no-evictions.example.com\" denied the request: no evictions today"
+    );
+    assert!(
+        pods.get_opt("web-1").await.unwrap().is_some(),
+        "not evicted"
+    );
+
+    let review = hook.received("/deny").pop().unwrap();
+    let request = &review["request"];
+    eprintln!("{backend:?} review: {request}");
+    assert_eq!(
+        request["kind"],
+        json!({"group": "policy", "version": "v1", "kind": "Eviction"})
+    );
+    assert_eq!(request["requestKind"], request["kind"]);
+    assert_eq!(
+        request["resource"],
+        json!({"group": "", "version": "v1", "resource": "pods"})
+    );
+    assert_eq!(request["subResource"], "eviction");
+    assert_eq!(request["requestSubResource"], "eviction");
+    assert_eq!(request["operation"], "CREATE");
+    assert_eq!(
+        (request["name"].as_str(), request["namespace"].as_str()),
+        (Some("web-1"), Some(NS))
+    );
+    assert_eq!(request["oldObject"], Value::Null);
+    assert_eq!(request["options"]["kind"], "CreateOptions");
+    let object = &request["object"];
+    assert_eq!(
+        (object["apiVersion"].as_str(), object["kind"].as_str()),
+        (Some("policy/v1"), Some("Eviction"))
+    );
+    assert_eq!(object["metadata"]["name"], "web-1");
+    assert_eq!(object["metadata"]["namespace"], NS);
+    assert_eq!(object["deleteOptions"], json!({}));
     cluster.shutdown().await;
 }

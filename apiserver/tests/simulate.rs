@@ -1,8 +1,9 @@
 //! Simulated workloads on the embedded server: Deployments roll out and scale
 //! through ReplicaSets whose Pods become Running and Ready on the simulated Node,
-//! StatefulSets get their ordinal Pods, each DaemonSet its one Pod, Jobs complete;
-//! and kubectl's `rollout status` and `wait` see it. Embedded only: on a real
-//! cluster kube's controllers do this.
+//! StatefulSets get their ordinal Pods, each DaemonSet its one Pod, Jobs complete,
+//! disruption budgets get their status and limit evictions; and kubectl's
+//! `rollout status` and `wait` see it. Embedded only: on a real cluster kube's
+//! controllers do this.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -19,13 +20,18 @@ use kube::{Client, Resource};
 use serde_json::json;
 
 async fn start() -> (ApiServerHandle, Simulation, Client) {
+    start_with(Duration::from_millis(100)).await
+}
+
+/// A server and a simulation whose Pods are Ready `pod_ready_after` their start.
+async fn start_with(pod_ready_after: Duration) -> (ApiServerHandle, Simulation, Client) {
     let server = ApiServer::start(Config::default())
         .await
         .expect("server starts");
     let simulation = Simulation::start(
         server.client(),
         Settings {
-            pod_ready_after: Duration::from_millis(100),
+            pod_ready_after,
             ..Settings::default()
         },
     );
@@ -538,4 +544,138 @@ async fn kubectl_ok(kubectl: &Path, kubeconfig: &Path, dir: &Path, args: &[&str]
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A client of `server` that shows a 429 instead of retrying it as kube-rs does.
+async fn client_without_retries(server: &ApiServerHandle) -> Client {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig_yaml()).unwrap();
+    let options = kube::config::KubeConfigOptions::default();
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .unwrap();
+    config.default_retry = false;
+    Client::try_from(config).unwrap()
+}
+
+/// Evicts the Pod `name`: the status code of the answer.
+async fn evict(pods: &Api<Pod>, name: &str) -> u16 {
+    match pods.evict(name, &kube::api::EvictParams::default()).await {
+        Ok(_) => 201,
+        Err(kube::Error::Api(e)) => e.code,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disruption_budgets_get_their_status_and_limit_evictions() {
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    // Replacement Pods take a second to be Ready: the second eviction meets the
+    // budget spent.
+    let (server, simulation, _) = start_with(Duration::from_secs(1)).await;
+    let client = client_without_retries(&server).await;
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let budgets: Api<PodDisruptionBudget> = Api::default_namespaced(client.clone());
+    let pp = PostParams::default();
+    deployments
+        .create(&pp, &deployment("web", 3, "nginx"))
+        .await
+        .unwrap();
+    deployments
+        .create(&pp, &deployment("api", 2, "nginx"))
+        .await
+        .unwrap();
+    let budget = |name: &str, spec: serde_json::Value| -> PodDisruptionBudget {
+        serde_json::from_value(
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": name}, "spec": spec}),
+        )
+        .unwrap()
+    };
+    // Half of the Deployment's 3 replicas, rounded up: 2 must stay.
+    budgets
+        .create(
+            &pp,
+            &budget(
+                "web",
+                json!({"minAvailable": "50%",
+            "selector": {"matchLabels": {"app": "web"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    budgets
+        .create(
+            &pp,
+            &budget(
+                "api",
+                json!({"maxUnavailable": 1,
+            "selector": {"matchLabels": {"app": "api"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    rolled_out(&deployments, "web", 3).await;
+    let settled = async |name: &str, allowed: i32| {
+        eventually(&format!("budget {name} allows {allowed}"), async || {
+            let b = budgets.get(name).await.ok()?;
+            let status = b.status?;
+            (status.observed_generation == b.metadata.generation
+                && status.disruptions_allowed == allowed)
+                .then_some(status)
+        })
+        .await
+    };
+    let status = settled("web", 1).await;
+    assert_eq!(
+        (
+            status.current_healthy,
+            status.desired_healthy,
+            status.expected_pods
+        ),
+        (3, 2, 3)
+    );
+    let allowed = condition(status.conditions.as_ref(), "DisruptionAllowed").unwrap();
+    assert_eq!(
+        (&allowed["status"], &allowed["reason"]),
+        (&json!("True"), &json!("SufficientPods"))
+    );
+    let status = settled("api", 1).await;
+    assert_eq!(
+        (
+            status.current_healthy,
+            status.desired_healthy,
+            status.expected_pods
+        ),
+        (2, 1, 2)
+    );
+
+    // One eviction within the budget; the next one is refused until the
+    // replacement Pod is Ready.
+    let web: Vec<String> = pods
+        .list(&ListParams::default().labels("app=web"))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    assert_eq!(evict(&pods, &web[0]).await, 201);
+    assert_eq!(evict(&pods, &web[1]).await, 429);
+    let status = budgets.get("web").await.unwrap().status.unwrap();
+    assert_eq!(status.disruptions_allowed, 0);
+    eventually("the second eviction", async || {
+        (evict(&pods, &web[1]).await == 201).then_some(())
+    })
+    .await;
+    // The evicted Pods are gone: their entries leave `disruptedPods`.
+    let status = eventually("disruptedPods emptied", async || {
+        let status = budgets.get("web").await.ok()?.status?;
+        let recorded = status.disrupted_pods.clone().unwrap_or_default();
+        (recorded.is_empty() && status.disruptions_allowed == 1).then_some(status)
+    })
+    .await;
+    assert_eq!(status.current_healthy, 3);
+    simulation.stop().await;
+    server.shutdown().await;
 }

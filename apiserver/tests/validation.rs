@@ -221,3 +221,198 @@ async fn immutable_fields_are_refused(backend: Backend) {
     assert!(cause.ends_with(": field is immutable"), "{cause}");
     s.shutdown().await;
 }
+
+/// Creates `obj` at `collection`, then merge-patches it with `patch`; kube's
+/// causes of the refusal (`field: message`, sorted).
+async fn update_refused(
+    client: &kube::Client,
+    collection: &str,
+    obj: Value,
+    patch: Value,
+) -> Vec<String> {
+    let name = obj["metadata"]["name"].as_str().unwrap().to_string();
+    let (code, body) = send(client, "POST", collection, &obj).await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = send(client, "PATCH", &format!("{collection}/{name}"), &patch).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(body["reason"], "Invalid", "{body}");
+    causes(&body)
+}
+
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn immutable_fields_of_operator_kinds_are_refused(backend: Backend) {
+    let s = Cluster::start(backend).await;
+    let c = s.client();
+    let template = json!({ "metadata": { "labels": { "app": "s" } },
+        "spec": { "containers": [{ "name": "c", "image": "i" }] } });
+
+    // StatefulSets: only replicas, ordinals, template, updateStrategy,
+    // revisionHistoryLimit, persistentVolumeClaimRetentionPolicy, minReadySeconds.
+    let sets = format!("/apis/apps/v1/namespaces/{NS}/statefulsets");
+    let set = |name: &str| {
+        json!({ "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": { "name": name },
+            "spec": { "serviceName": "s", "replicas": 1, "selector": { "matchLabels": { "app": "s" } },
+                "template": template } })
+    };
+    let forbidden = "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden";
+    let got = update_refused(
+        &c,
+        &sets,
+        set("s1"),
+        json!({ "spec": { "serviceName": "t" } }),
+    )
+    .await;
+    assert_eq!(got, [forbidden]);
+    let patch = json!({ "spec": { "replicas": 2, "minReadySeconds": 3, "revisionHistoryLimit": 4,
+        "updateStrategy": { "type": "RollingUpdate", "rollingUpdate": { "partition": 1 } },
+        "persistentVolumeClaimRetentionPolicy": { "whenDeleted": "Delete" } } });
+    let (code, body) = send(&c, "PATCH", &format!("{sets}/s1"), &patch).await;
+    assert_eq!(code, 200, "{body}");
+    // A new selector is the same Forbidden spec, not an immutable selector.
+    let patch = json!({ "spec": { "selector": { "matchLabels": { "app": "s", "x": "y" } },
+        "template": { "metadata": { "labels": { "app": "s", "x": "y" } } } } });
+    let got = update_refused(&c, &sets, set("s2"), patch).await;
+    assert_eq!(got, [forbidden]);
+
+    // Deployment selectors.
+    let deployments = format!("/apis/apps/v1/namespaces/{NS}/deployments");
+    let patch = json!({ "spec": { "selector": { "matchLabels": { "app": "d", "x": "y" } },
+        "template": { "metadata": { "labels": { "app": "d", "x": "y" } } } } });
+    let got = update_refused(&c, &deployments, deployment(1, &template["spec"]), patch).await;
+    assert_eq!(
+        got,
+        [
+            "spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"d\",\"x\":\"y\"}}: field is immutable"
+        ]
+    );
+
+    // A claim's spec, with kube's diff of its internal structs.
+    let claims = format!("/api/v1/namespaces/{NS}/persistentvolumeclaims");
+    let claim = json!({ "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": { "name": "c" },
+        "spec": { "accessModes": ["ReadWriteOnce"], "resources": { "requests": { "storage": "1Gi" } } } });
+    let pvc = "spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims";
+    let got = update_refused(
+        &c,
+        &claims,
+        claim,
+        json!({ "spec": { "accessModes": ["ReadWriteMany"] } }),
+    )
+    .await;
+    assert_eq!(
+        got,
+        [format!(
+            "{pvc}\n@@ -1,6 +1,6 @@\n {{\n  \"AccessModes\": [\n-  \"ReadWriteOnce\"\n+  \"ReadWriteMany\"\n  ],\n  \"Selector\": null,\n  \"Resources\": {{\n"
+        )]
+    );
+    // Unbound: the requests too.
+    let patch = json!({ "spec": { "resources": { "requests": { "storage": "2Gi" } } } });
+    let (code, body) = send(&c, "PATCH", &format!("{claims}/c"), &patch).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        causes(&body),
+        [format!(
+            "{pvc}\n@@ -6,7 +6,7 @@\n  \"Resources\": {{\n   \"Limits\": null,\n   \"Requests\": {{\n-   \"storage\": \"1Gi\"\n+   \"storage\": \"2Gi\"\n   }}\n  }},\n  \"VolumeName\": \"\",\n"
+        )]
+    );
+
+    // A Service's cluster IP.
+    let services = format!("/api/v1/namespaces/{NS}/services");
+    let svc = json!({ "apiVersion": "v1", "kind": "Service", "metadata": { "name": "sv" },
+        "spec": { "ports": [{ "port": 80 }] } });
+    let got = update_refused(
+        &c,
+        &services,
+        svc,
+        json!({ "spec": { "clusterIP": "10.0.0.99" } }),
+    )
+    .await;
+    assert_eq!(
+        got,
+        ["spec.clusterIPs[0]: Invalid value: [\"10.0.0.99\"]: may not change once set"]
+    );
+
+    // Immutable ConfigMaps and Secrets: every changed field is named.
+    let when = "Forbidden: field is immutable when `immutable` is set";
+    let cm = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "cm" },
+        "data": { "a": "b" }, "immutable": true });
+    let patch = json!({ "immutable": false, "data": { "a": "c" }, "binaryData": { "x": "eA==" } });
+    let got = update_refused(
+        &c,
+        &format!("/api/v1/namespaces/{NS}/configmaps"),
+        cm,
+        patch,
+    )
+    .await;
+    assert_eq!(
+        got,
+        [
+            format!("binaryData: {when}"),
+            format!("data: {when}"),
+            format!("immutable: {when}")
+        ]
+    );
+    let secret = json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": "sec" },
+        "data": { "a": "Yg==" }, "immutable": true });
+    let patch = json!({ "immutable": null, "data": { "a": "Yw==" } });
+    let got = update_refused(
+        &c,
+        &format!("/api/v1/namespaces/{NS}/secrets"),
+        secret,
+        patch,
+    )
+    .await;
+    assert_eq!(got, [format!("data: {when}"), format!("immutable: {when}")]);
+
+    // A CRD's group and scope.
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let crd = json!({ "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": { "name": "things.immutable.example.com" },
+        "spec": { "group": "immutable.example.com", "scope": "Namespaced",
+            "names": { "plural": "things", "singular": "thing", "kind": "Thing" },
+            "versions": [{ "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": { "type": "object" } } }] } });
+    let (code, body) = send(&c, "POST", crds, &crd).await;
+    assert_eq!(code, 201, "{body}");
+    let crd_path = format!("{crds}/things.immutable.example.com");
+    // Scope and names freeze once it is established (kube's controller takes a moment).
+    for _ in 0..100 {
+        let (_, crd) = send(&c, "GET", &crd_path, &Value::Null).await;
+        let established = crd["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        });
+        if established {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let patch = json!({ "spec": { "scope": "Cluster", "group": "other.example.com",
+        "names": { "plural": "others", "kind": "Other" } } });
+    let (code, body) = send(&c, "PATCH", &crd_path, &patch).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        causes(&body),
+        [
+            "spec.group: Invalid value: \"other.example.com\": field is immutable",
+            "spec.names.kind: Invalid value: \"Other\": field is immutable",
+            "spec.names.plural: Invalid value: \"others\": field is immutable",
+            "spec.scope: Invalid value: \"Cluster\": field is immutable",
+        ]
+    );
+
+    // A binding's roleRef.
+    let bindings = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{NS}/rolebindings");
+    let rb = json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": { "name": "rb" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view" },
+        "subjects": [{ "kind": "User", "name": "u", "apiGroup": "rbac.authorization.k8s.io" }] });
+    let got = update_refused(&c, &bindings, rb, json!({ "roleRef": { "name": "edit" } })).await;
+    assert_eq!(
+        got,
+        [
+            "roleRef: Invalid value: {\"APIGroup\":\"rbac.authorization.k8s.io\",\"Kind\":\"ClusterRole\",\"Name\":\"edit\"}: cannot change roleRef"
+        ]
+    );
+    s.shutdown().await;
+}

@@ -137,30 +137,27 @@ pub(crate) fn delete_live(
     obj: &Value,
     opts: &DeleteOptions,
 ) -> ApiResult<(Deleted, Vec<Write>)> {
+    // kube's `BeforeDelete`: a Conflict on the kind, in its words.
+    let unmet = |what: &str, wanted: &str, actual: &str, why: &str| {
+        ApiError::conflict(
+            &info.group,
+            &info.kind,
+            name,
+            &format!(
+                "the {what} in the precondition ({wanted}) does not match the {what} in record ({actual}). The object might have been {why}"
+            ),
+        )
+    };
     if let Some(uid) = &opts.uid {
         let actual = meta::uid(obj);
         if uid != actual {
-            return Err(ApiError::conflict(
-                &info.group,
-                &info.plural,
-                name,
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
-                ),
-            ));
+            return Err(unmet("UID", uid, actual, "deleted and then recreated"));
         }
     }
     if let Some(rv) = &opts.resource_version {
         let actual = meta::meta_str(obj, "resourceVersion").unwrap_or("");
         if rv != actual {
-            return Err(ApiError::conflict(
-                &info.group,
-                &info.plural,
-                name,
-                &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"
-                ),
-            ));
+            return Err(unmet("ResourceVersion", rv, actual, "modified"));
         }
     }
     let is_ns = info.group.is_empty() && info.plural == "namespaces";

@@ -7,7 +7,8 @@
 //! 429; else one disruption is spent (`status.disruptionsAllowed`, `disruptedPods`)
 //! in the same commit that deletes the Pod with kube's `DisruptionTarget` condition.
 //! Budget status comes from whoever computes it (kube's disruption controller; here
-//! the simulation or a client), as in kube.
+//! the simulation or a client), as in kube. Admission webhooks see the request first:
+//! a CREATE of the `Eviction` on `pods/eviction`, mutating then validating.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use serde_json::{Value, json};
 
 use super::delete;
 use crate::admission::matching::{selector_is_empty, selector_matches};
+use crate::admission::{self as adm, Attributes, Operation};
 use crate::app::App;
 use crate::error::{ApiError, ApiResult};
 use crate::http::body;
@@ -35,19 +37,33 @@ const REFUSED: &str = "Cannot evict pod as it would violate the pod's disruption
 /// Evicts the Pod the request names.
 pub async fn evict(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     let name = r.name.clone().unwrap_or_default();
-    let eviction = body::object(&r.content_type(), &r.body)?;
+    let namespace = r.namespace.clone().unwrap_or_default();
+    let mut eviction = body::object(&r.content_type(), &r.body)?;
+    match meta::meta_str(&eviction, "namespace").unwrap_or("") {
+        "" => {
+            meta::meta_mut(&mut eviction).insert("namespace".into(), json!(namespace));
+        }
+        ns if ns != namespace => {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        _ => {}
+    }
+    let attrs = admission_attributes(&r, &name, &namespace);
+    let mut warnings = adm::mutate(app, &attrs, Some(&mut eviction), None).await?;
     if meta::meta_str(&eviction, "name").unwrap_or("") != name {
         return Err(ApiError::bad_request(
             "name in URL does not match name in Eviction object",
         ));
     }
+    warnings.extend(adm::validate(app, &attrs, Some(&eviction), None).await?);
     let delete_options = eviction
         .get("deleteOptions")
         .filter(|o| o.is_object())
         .cloned()
         .unwrap_or_else(|| json!({}));
     let opts = delete::options_from(&r, &delete_options)?;
-    let namespace = r.namespace.clone().unwrap_or_default();
     let info = r.info.clone();
     let pdbs = app
         .registry
@@ -90,8 +106,31 @@ pub async fn evict(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     Ok(json_response(
         201,
         &json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201 }),
-        &[],
+        &warnings,
     ))
+}
+
+/// What admission webhooks see of an eviction: a CREATE of the `policy/v1 Eviction`
+/// on the Pod's `eviction` subresource, as kube sends it.
+fn admission_attributes(r: &ResourceRequest, name: &str, namespace: &str) -> Attributes {
+    let mut options = json!({ "kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1" });
+    if r.dry_run() {
+        options["dryRun"] = json!(["All"]);
+    }
+    if let Some(m) = r.query.get("fieldManager").filter(|m| !m.is_empty()) {
+        options["fieldManager"] = json!(m);
+    }
+    Attributes {
+        info: r.info.clone(),
+        subresource: Some("eviction".into()),
+        operation: Operation::Create,
+        namespace: Some(namespace.to_string()),
+        name: name.to_string(),
+        user: r.user.clone(),
+        dry_run: r.dry_run(),
+        options,
+        object_kind: Some(("policy".into(), "v1".into(), "Eviction".into())),
+    }
 }
 
 /// kube's `canIgnorePDB`: terminal, Pending or deleting Pods.

@@ -397,6 +397,7 @@ async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResul
         };
         let current = serve(app, &info, &old).await?;
         let (candidate, managed) = apply_change(&ctx, &current, change.clone())?;
+        check_uid(&ctx, &change, &current, &candidate)?;
         let (new, warnings) = finish_update(app, &ctx, &current, candidate, managed).await?;
         let Some(new) = new else {
             return Ok(json_response(200, &current, &warnings));
@@ -432,6 +433,62 @@ async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResul
         ));
     }
     Err(ApiError::stale(&info.group, &info.plural, &ctx.name))
+}
+
+/// A PUT naming another uid fails kube's storage precondition (409, in the words of
+/// its etcd store); a patch changing the uid is refused by kube's validation (422).
+fn check_uid(ctx: &WriteCtx, change: &Change, current: &Value, candidate: &Value) -> ApiResult<()> {
+    let Some(uid) = meta::meta_str(candidate, "uid").filter(|u| !u.is_empty()) else {
+        return Ok(());
+    };
+    let actual = meta::uid(current);
+    if uid == actual {
+        return Ok(());
+    }
+    let info = &ctx.info;
+    match change {
+        Change::Replace(_) => Err(ApiError::conflict(
+            "",
+            &info.plural,
+            &ctx.name,
+            &format!(
+                "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}",
+                etcd_key(info, ctx.namespace.as_deref(), &ctx.name)
+            ),
+        )),
+        Change::Apply { .. } => Ok(()),
+        _ => Err(ApiError::invalid(
+            &info.group,
+            &info.kind,
+            &ctx.name,
+            vec![crate::error::Cause::new(
+                "FieldValueInvalid",
+                format!("Invalid value: {uid:?}: field is immutable"),
+                "metadata.uid",
+            )],
+        )),
+    }
+}
+
+/// The etcd key kube-apiserver keeps an object under (its default resource prefixes).
+fn etcd_key(info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {
+    let prefix = match (info.group.as_str(), info.plural.as_str()) {
+        ("", "services") => "services/specs".to_string(),
+        ("", "endpoints") => "services/endpoints".to_string(),
+        ("", "nodes") => "minions".to_string(),
+        (group, plural)
+            if info.crd.is_some()
+                || group == crate::crd::GROUP
+                || group == "apiregistration.k8s.io" =>
+        {
+            format!("{group}/{plural}")
+        }
+        (_, plural) => plural.to_string(),
+    };
+    match namespace {
+        Some(ns) => format!("/registry/{prefix}/{ns}/{name}"),
+        None => format!("/registry/{prefix}/{name}"),
+    }
 }
 
 /// Turns a candidate object into the object to store, in kube's order: decode and

@@ -13,6 +13,8 @@
 //! - [`replicasets`], [`deployments`], [`statefulsets`], [`daemonsets`], [`jobs`]:
 //!   the workload controllers: children with owner references, scaling, rollouts
 //!   and status as kube's controllers write it.
+//! - [`disruption`]: the status of `PodDisruptionBudgets`, as kube's disruption
+//!   controller computes it, so evictions honour budgets.
 //! - [`template`]: Pods from pod templates, and template hashes.
 //!
 //! Deletion is the server's garbage collector's ([`crate::gc`]): every object made
@@ -25,6 +27,7 @@
 pub mod conditions;
 pub mod daemonsets;
 pub mod deployments;
+pub mod disruption;
 pub mod jobs;
 pub mod node;
 pub mod pods;
@@ -113,6 +116,7 @@ pub async fn run(client: Client, settings: Settings) {
         statefulsets::run(ctx.clone()),
         daemonsets::run(ctx.clone()),
         jobs::run(ctx.clone()),
+        disruption::run(ctx.clone()),
     );
 }
 

@@ -5,8 +5,12 @@
 //! PVC requests, immutable fields.
 
 mod cron;
+mod go_diff;
+mod immutable;
 mod kinds;
 mod pod;
+
+pub use immutable::validate_update;
 
 use serde_json::Value;
 
@@ -111,42 +115,6 @@ fn replicas(spec: &Value, out: &mut Vec<Cause>) {
             "must be greater than or equal to 0",
         ));
     }
-}
-
-/// Fields kube refuses to change after create, per kind (JSON pointers and field paths).
-fn immutable_fields(info: &ResourceInfo) -> &'static [(&'static str, &'static str)] {
-    match (info.group.as_str(), info.plural.as_str()) {
-        ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets") => {
-            &[("/spec/selector", "spec.selector")]
-        }
-        ("batch", "jobs") => &[
-            ("/spec/selector", "spec.selector"),
-            ("/spec/template", "spec.template"),
-            ("/spec/completionMode", "spec.completionMode"),
-        ],
-        ("", "services") => &[("/spec/clusterIP", "spec.clusterIP")],
-        ("", "secrets") => &[("/type", "type")],
-        _ => &[],
-    }
-}
-
-/// kube's errors for changing immutable fields from `old` to `new`.
-pub fn validate_update(info: &ResourceInfo, old: &Value, new: &Value) -> Vec<Cause> {
-    if (info.group.as_str(), info.plural.as_str()) == ("", "pods") {
-        return pod::update(old, new).into_iter().collect();
-    }
-    immutable_fields(info)
-        .iter()
-        .filter(|(ptr, _)| old.pointer(ptr).is_some() && old.pointer(ptr) != new.pointer(ptr))
-        .map(|(ptr, field)| {
-            let value = new.pointer(ptr).cloned().unwrap_or(Value::Null);
-            Cause::new(
-                "FieldValueInvalid",
-                format!("Invalid value: {value}: field is immutable"),
-                *field,
-            )
-        })
-        .collect()
 }
 
 /// kube's validation errors for `obj` (empty when valid or the kind is not covered).
