@@ -4,6 +4,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// mimalloc rather than the C library's malloc: see host/Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = gantry::cli::Cli::parse();
     let export = gantry::telemetry::TraceExport {

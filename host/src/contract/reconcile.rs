@@ -61,6 +61,27 @@ pub fn to_wit_request(request: &Request) -> wit::Request {
     }
 }
 
+/// A request in the form it crosses the sandbox boundary: each object
+/// serialized once, so that one request can go to two versions of a plugin
+/// (a shadow run) without serializing it twice.
+#[derive(Clone)]
+pub struct EncodedRequest(pub(crate) wit::Request);
+
+impl EncodedRequest {
+    /// `request`, serialized (without managedFields).
+    pub fn new(request: &Request) -> Self {
+        Self(to_wit_request(request))
+    }
+
+    /// The same request with another binding config.
+    #[must_use]
+    pub fn with_config(&self, config: &Value) -> Self {
+        let mut request = self.0.clone();
+        request.config = json_text(config);
+        Self(request)
+    }
+}
+
 fn violation(detail: impl Into<String>) -> CallError {
     CallError::ContractViolation {
         detail: detail.into(),

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use gantry_sdk::{Request, Trigger};
+use gantry_sdk::Trigger;
 use kube::api::DynamicObject;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Value, json};
@@ -19,6 +19,7 @@ use super::binding::BindingSpec;
 use super::context::{BindingContext, object_key};
 use super::reconcile::{checked_intents, request};
 use super::watches::same_parent;
+use crate::contract::EncodedRequest;
 use crate::runtime::ReconcilerPlugin;
 
 /// Plugin calls of a shadow run at once (each pair: running and new).
@@ -293,7 +294,7 @@ async fn judged_answer(
     plugin: &Arc<ReconcilerPlugin>,
     spec: &BindingSpec,
 ) -> Result<Value, ReconcileError> {
-    let request = request(ctx, parent, spec, Trigger::Resync);
+    let request = EncodedRequest::new(&request(ctx, parent, spec, Trigger::Resync));
     answer_to(ctx, parent, plugin, spec, request).await
 }
 
@@ -303,12 +304,12 @@ async fn answer_to(
     parent: &DynamicObject,
     plugin: &Arc<ReconcilerPlugin>,
     spec: &BindingSpec,
-    request: Request,
+    request: EncodedRequest,
 ) -> Result<Value, ReconcileError> {
     // A shadow run: the plugin may read over HTTP, never write.
     let grants = super::grants::grants(ctx, spec, plugin, true);
     let response = plugin
-        .reconcile_with(request, spec.call_limits(), grants)
+        .reconcile_encoded(request, spec.call_limits(), grants)
         .await
         .map_err(ReconcileError::Plugin)?;
     let intents = checked_intents(ctx, parent, spec, &response).await?;
@@ -349,9 +350,9 @@ pub async fn shadow_run(
                 // The same caches: one request, with each version's config.
                 Some((ctx, served)) if std::ptr::eq(ctx, candidate) => {
                     let current = ctx.current();
-                    let request = request(ctx, &served, &current.spec, Trigger::Resync);
-                    let mut new_request = request.clone();
-                    new_request.config.clone_from(&new_spec.config);
+                    let request =
+                        EncodedRequest::new(&request(ctx, &served, &current.spec, Trigger::Resync));
+                    let new_request = request.with_config(&new_spec.config);
                     let baseline =
                         answer_to(ctx, &served, &current.plugin, &current.spec, request).await;
                     let answer = answer_to(candidate, &parent, new, new_spec, new_request).await;

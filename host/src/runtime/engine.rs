@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+use wasmtime::{
+    Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig,
+};
 
 /// How often the epoch advances; deadlines are rounded up to this.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
@@ -89,6 +91,10 @@ pub fn build_engine(settings: &EngineSettings) -> anyhow::Result<(Engine, Alloca
             // of a call in `perf`; see docs/benchmarks.md). At most
             // `total_memories` MiB stay resident.
             .linear_memory_keep_resident(4 << 20)
+            // Where the kernel has PAGEMAP_SCAN (Linux 6.7+), only the pages
+            // a call wrote are reset: the memset of the whole resident part
+            // was 12% of a shadow run's CPU (docs/benchmarks.md).
+            .pagemap_scan(Enabled::Auto)
             .table_keep_resident(64 << 10);
         let mut config = base_config();
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));

@@ -16,7 +16,7 @@ use crate::capability::Grants;
 use crate::contract::bindings::converter::exports::gantry::plugin::conversion;
 use crate::contract::bindings::policy::exports::gantry::plugin::admission;
 use crate::contract::bindings::reconciler::exports::gantry::plugin::{config, reconcile};
-use crate::contract::{self, names};
+use crate::contract::{self, EncodedRequest, names};
 
 /// Pre-link `component` against the sandbox's imports.
 fn instance_pre(
@@ -152,6 +152,23 @@ impl ReconcilerPlugin {
     ) -> Result<Response, CallError> {
         let plugin = self.clone();
         self.runtime
+            .run_blocking(move |slot| {
+                let encoded = EncodedRequest::new(&request);
+                plugin.reconcile_in(slot, &encoded, &limits, grants)
+            })
+            .await
+    }
+
+    /// Call `reconcile` on the blocking pool with a request already
+    /// encoded (shared by the versions of a shadow run).
+    pub async fn reconcile_encoded(
+        self: &Arc<Self>,
+        request: EncodedRequest,
+        limits: Limits,
+        grants: Grants,
+    ) -> Result<Response, CallError> {
+        let plugin = self.clone();
+        self.runtime
             .run_blocking(move |slot| plugin.reconcile_in(slot, &request, &limits, grants))
             .await
     }
@@ -166,7 +183,7 @@ impl ReconcilerPlugin {
     ) -> Result<Response, CallError> {
         self.reconcile_in(
             self.runtime.slot_blocking()?,
-            request,
+            &EncodedRequest::new(request),
             limits,
             Grants::default(),
         )
@@ -175,11 +192,10 @@ impl ReconcilerPlugin {
     fn reconcile_in(
         &self,
         slot: Slot,
-        request: &Request,
+        request: &EncodedRequest,
         limits: &Limits,
         grants: Grants,
     ) -> Result<Response, CallError> {
-        let wit_request = contract::to_wit_request(request);
         let result = call::run(
             &self.runtime,
             slot,
@@ -188,7 +204,7 @@ impl ReconcilerPlugin {
             limits,
             grants,
             |store, instance| self.reconcile.load(store, instance),
-            async |guest, store| guest.call_reconcile(store, &wit_request).await,
+            async |guest, store| guest.call_reconcile(store, &request.0).await,
         )?;
         match result {
             Ok(response) => contract::from_wit_response(response, limits),
