@@ -5,8 +5,11 @@
 
 use std::process::Stdio;
 
+use futures::StreamExt;
 use gantry_test_support::{Backend, Cluster, backends, kubectls};
-use kube::Client;
+use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
+use kube::api::{WatchEvent, WatchParams};
+use kube::{Api, Client};
 use serde_json::{Value, json};
 
 const V1: &str = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers";
@@ -180,6 +183,25 @@ async fn one_object_at_both_versions(backend: Backend) {
             .unwrap();
         assert_eq!(web["spec"]["maxReplicas"], 7);
     }
+
+    // A watch at v1 sees the v1 view, annotations included.
+    let hpas: Api<HorizontalPodAutoscaler> = Api::default_namespaced(client.clone());
+    let params = WatchParams::default().fields("metadata.name=web");
+    let mut events = hpas.watch(&params, "0").await.unwrap().boxed();
+    let Some(Ok(WatchEvent::Added(seen))) = events.next().await else {
+        panic!("no ADDED event at v1");
+    };
+    let annotations = seen.metadata.annotations.unwrap_or_default();
+    assert_eq!(
+        annotations
+            .get("autoscaling.alpha.kubernetes.io/behavior")
+            .map(String::as_str),
+        Some(BEHAVIOR)
+    );
+    assert_eq!(
+        seen.spec.unwrap().target_cpu_utilization_percentage,
+        Some(70)
+    );
     cluster.shutdown().await;
 }
 

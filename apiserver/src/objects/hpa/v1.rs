@@ -214,3 +214,41 @@ pub fn to_v2(v1: &Value) -> Value {
     drop_annotations(&mut v2);
     v2
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every metric source survives v2 → v1 annotation → v2.
+    #[test]
+    fn metrics_round_trip() {
+        let metrics = json!([
+            {"type": "Pods", "pods": {"metric": {"name": "qps"},
+                "target": {"type": "AverageValue", "averageValue": "1k"}}},
+            {"type": "Object", "object": {"describedObject": {"kind": "Service", "name": "s"},
+                "metric": {"name": "hits"}, "target": {"type": "Value", "value": "10"}}},
+            {"type": "External", "external": {"metric": {"name": "queue"},
+                "target": {"type": "AverageValue", "averageValue": "30"}}},
+            {"type": "ContainerResource", "containerResource": {"name": "cpu", "container": "app",
+                "target": {"type": "Utilization", "averageUtilization": 50}}},
+        ]);
+        let v2 = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "h"}, "spec": {"maxReplicas": 2, "metrics": metrics}});
+        let v1 = from_v2(&v2);
+        assert!(v1["spec"].get("targetCPUUtilizationPercentage").is_none());
+        let back = to_v2(&v1);
+        assert_eq!(back["spec"]["metrics"], metrics);
+        assert!(back["metadata"].get("annotations").is_none());
+    }
+
+    /// The behavior annotation parses back (Go field names, case-insensitively).
+    #[test]
+    fn behavior_round_trip() {
+        let b = json!({"scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+            "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15}]}});
+        let text = behavior::to_annotation(&b);
+        assert!(text.starts_with(r#"{"ScaleUp":{"StabilizationWindowSeconds":0,"#));
+        assert!(text.ends_with(r#""ScaleDown":null}"#));
+        assert_eq!(behavior::from_annotation(&text), Some(b));
+    }
+}
