@@ -208,6 +208,9 @@ pub fn present(info: &ResourceInfo, obj: &Value) -> Value {
     if info.group.is_empty() && info.plural == "events" {
         return crate::objects::events::present_core(obj);
     }
+    if crate::objects::hpa::is_hpa(info) {
+        return crate::objects::hpa::present(info, obj);
+    }
     let mut obj = obj.clone();
     if let Some(crd) = &info.crd {
         obj["apiVersion"] = Value::String(info.api_version());

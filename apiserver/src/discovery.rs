@@ -193,14 +193,7 @@ fn verbs(r: &ResourceInfo) -> [&'static str; 8] {
 pub fn storage_version_hash(r: &ResourceInfo) -> String {
     use base64::Engine;
     use sha2::Digest;
-    // kube stores HorizontalPodAutoscalers as autoscaling/v2, a version not
-    // served here; the hash names the storage version.
-    let version = if r.group == "autoscaling" && r.kind == "HorizontalPodAutoscaler" {
-        "v2"
-    } else {
-        &r.storage_version
-    };
-    let gvk = format!("{}/{version}/{}", r.storage_group, r.kind);
+    let gvk = format!("{}/{}/{}", r.storage_group, r.storage_version, r.kind);
     let digest = sha2::Sha256::digest(gvk.as_bytes());
     base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }

@@ -187,7 +187,7 @@ pub(super) async fn admit_new(
     }
     attrs.name = meta::meta_str(&obj, "name").unwrap_or("").to_string();
     warnings.extend(adm::validate(app, &attrs, Some(&obj), None).await?);
-    Ok((crate::objects::events::to_storage(info, obj), warnings))
+    Ok((crate::objects::to_storage(info, obj), warnings))
 }
 
 /// Stores a new object (converted to the storage version) unless one with its name
@@ -402,7 +402,7 @@ async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResul
         let Some(new) = new else {
             return Ok(json_response(200, &current, &warnings));
         };
-        let new = crate::objects::events::to_storage(&info, new);
+        let new = crate::objects::to_storage(&info, new);
         let new = crate::conversion::to_storage(app, &info, new).await?;
         let remove = meta::is_deleting(&new)
             && meta::finalizers(&new).is_empty()
@@ -615,7 +615,7 @@ async fn finish_update(
     }
     // Webhooks see no-op updates too (kube admits before comparing).
     warnings.extend(adm::validate(app, &attrs, Some(&new), Some(old)).await?);
-    let comparable = |o: &Value| crate::objects::events::without_zero_fields(info, without_rv(o));
+    let comparable = |o: &Value| crate::objects::without_zero_fields(info, without_rv(o));
     if comparable(&new) == comparable(&present(info, old)) {
         return Ok((None, warnings));
     }

@@ -205,6 +205,9 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value) {
             default(obj, "type", json!("Opaque"));
         }
         ("", "namespaces") => namespace_name_label(obj),
+        ("autoscaling", "horizontalpodautoscalers") => {
+            crate::objects::hpa::defaults::apply(info, obj);
+        }
         (crate::admission::GROUP, crate::admission::MUTATING | crate::admission::VALIDATING) => {
             crate::admission::config::default(info, obj);
         }

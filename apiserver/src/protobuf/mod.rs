@@ -3,13 +3,14 @@
 //! `configmap`, `secret`, `serviceaccount`, `service`, `deployment`, `job`, `cronjob`; for pod
 //! templates only the fields those generators set; `role`, `clusterrole`, `rolebinding`,
 //! `clusterrolebinding` ([`rbac`]), `quota`, `pdb`, `priorityclass` ([`policy`]),
-//! `ingress` ([`ingress`])), `DeleteOptions` and `Eviction` ([`options`]), and the reviews
+//! `ingress` ([`ingress`]), `autoscale` ([`autoscaling`])), `DeleteOptions` and `Eviction` ([`options`]), and the reviews
 //! and token requests of `kubectl auth` and `kubectl create token` ([`reviews`]). Other
 //! kinds get 415, and responses are always JSON (clients accept it).
 //!
 //! Hand-written mapping from the k8s-pb (prost) types to kube's JSON: no crate converts
 //! Kubernetes protobuf messages to their JSON form.
 
+mod autoscaling;
 mod ingress;
 mod options;
 mod policy;
@@ -87,7 +88,7 @@ fn b64(bytes: &[u8]) -> Value {
     json!(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
-fn opt<T: serde::Serialize>(o: &mut Map<String, Value>, k: &str, v: Option<T>) {
+pub(crate) fn opt<T: serde::Serialize>(o: &mut Map<String, Value>, k: &str, v: Option<T>) {
     if let Some(v) = v {
         o.insert(k.into(), json!(v));
     }
@@ -332,6 +333,7 @@ pub fn decode(body: &[u8]) -> ApiResult<Value> {
                 .or_else(|| rbac::decode(v, k, r))
                 .or_else(|| policy::decode(v, k, r))
                 .or_else(|| ingress::decode(v, k, r))
+                .or_else(|| autoscaling::decode(v, k, r))
                 .or_else(|| options::decode(v, k, r));
             match decoded {
                 Some(decoded) => decoded?,

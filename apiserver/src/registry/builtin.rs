@@ -96,6 +96,15 @@ fn extras(group: &str, plural: &str) -> Extras {
     }
 }
 
+/// The version a kind served at several versions is stored at (and preferred):
+/// `HorizontalPodAutoscalers` at autoscaling/v2, as kube.
+fn storage_version(group: &str, plural: &str, version: &str) -> String {
+    match (group, plural) {
+        ("autoscaling", "horizontalpodautoscalers") => "v2".into(),
+        _ => version.into(),
+    }
+}
+
 fn info<T>() -> ResourceInfo
 where
     T: Resource + DeserializeOwned + Serialize + Default + 'static,
@@ -122,13 +131,13 @@ where
         }),
         roundtrip: Some(roundtrip::<T>),
         crd: None,
-        storage_version: T::VERSION.to_string(),
+        storage_version: storage_version(&group, &plural, T::VERSION),
         storage_group: if group == "events.k8s.io" {
             String::new()
         } else {
             group.clone()
         },
-        preferred: true,
+        preferred: storage_version(&group, &plural, T::VERSION) == T::VERSION,
         group,
         plural,
     }
@@ -145,9 +154,10 @@ macro_rules! builtins {
 
 use k8s_openapi::api::{
     admissionregistration::v1 as admreg, apps::v1 as apps, autoscaling::v1 as autoscaling,
-    batch::v1 as batch, coordination::v1 as coordination, core::v1 as core,
-    discovery::v1 as discovery, events::v1 as events, networking::v1 as networking,
-    policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling, storage::v1 as storage,
+    autoscaling::v2 as autoscaling_v2, batch::v1 as batch, coordination::v1 as coordination,
+    core::v1 as core, discovery::v1 as discovery, events::v1 as events,
+    networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
+    scheduling::v1 as scheduling, storage::v1 as storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apireg;
@@ -191,6 +201,7 @@ builtins!(
     networking::NetworkPolicy,
     networking::IngressClass,
     autoscaling::HorizontalPodAutoscaler,
+    autoscaling_v2::HorizontalPodAutoscaler,
     discovery::EndpointSlice,
     scheduling::PriorityClass,
     storage::StorageClass,

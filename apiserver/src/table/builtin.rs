@@ -380,6 +380,9 @@ pub(super) fn cell(group: &str, plural: &str, column: &str, obj: &Value) -> Opti
                 Some(c) => json!(format!("{} ({})", text(c, "/status"), text(c, "/reason"))),
             }
         }
+        ("autoscaling", "horizontalpodautoscalers", _) => {
+            return crate::objects::hpa::table::cell(column, &crate::objects::hpa::as_v2(obj));
+        }
         ("", "pods", _) => return pod(column, obj),
         ("", "services", _) => return service(column, obj),
         ("" | "events.k8s.io", "events", _) => return event(column, obj),

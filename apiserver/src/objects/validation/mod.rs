@@ -169,6 +169,11 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
         ("", "secrets") => kinds::config_map_keys(obj, &["data", "stringData"], &mut out),
         ("", "persistentvolumeclaims") => kinds::pvc(&spec, &mut out),
         ("networking.k8s.io", "ingresses") => kinds::ingress_paths(&spec, &mut out),
+        ("autoscaling", "horizontalpodautoscalers") => {
+            out.extend(crate::objects::hpa::validation::validate(
+                &crate::objects::hpa::as_v2(obj),
+            ));
+        }
         ("rbac.authorization.k8s.io", "roles" | "clusterroles") => {
             kinds::rules(obj, info.namespaced, &mut out);
         }
