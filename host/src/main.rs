@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 /// mimalloc rather than the C library's malloc: see host/Cargo.toml.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use super::ReconcileError;
 use super::binding::CHILD_LABEL;
+use super::cached::CachedObject;
 use super::context::{BindingContext, ChildKey, controller_owner, is_our_child, object_key};
 use super::guardrails::DesiredChild;
 use super::intent::{fingerprint, reflects};
@@ -53,7 +54,7 @@ pub struct Intent {
 
 impl Intent {
     /// The child as the cache has it now, if it does.
-    pub fn cached(&self, ctx: &BindingContext) -> Option<Arc<DynamicObject>> {
+    pub fn cached(&self, ctx: &BindingContext) -> Option<Arc<CachedObject>> {
         let kind = &ctx.children[self.kind];
         let reference = ObjectRef::new_with(&self.child.name, kind.info.resource.clone());
         let reference = match &self.child.namespace {
@@ -123,7 +124,7 @@ pub enum Step {
 /// with `uid`: `live` is the cached child and its JSON, `applied_before`
 /// whether the ledger has this intent as the last one applied.
 pub fn step(
-    live: Option<(&DynamicObject, &Value)>,
+    live: Option<(&CachedObject, &Value)>,
     binding: &str,
     uid: &str,
     applied_before: bool,
@@ -164,7 +165,7 @@ pub async fn apply_children(
             .or_else(|| intent.cached(ctx));
         let live = cached
             .as_deref()
-            .map(|live| (live, kind.info.to_json(live)));
+            .map(|live| (live, live.to_json(&kind.info.resource)));
         let applied_before = ctx.with_state(&parent_key, |s| s.applied_as(&key, print));
         let live = live.as_ref().map(|(object, json)| (*object, json));
         match step(live, &ctx.name, &uid, applied_before, object) {
@@ -202,21 +203,14 @@ pub async fn apply_children(
                 child: child.display(),
                 source: e,
             })?;
-        ctx.with_state(&parent_key, |s| s.record_applied(key, print));
-        written.applied(intent.kind, without_managed_fields(returned));
+        ctx.with_state(&parent_key, |s| s.record_applied(&key, print));
+        written.applied(intent.kind, returned);
         stats.applied += 1;
     }
     Ok(stats)
 }
 
-/// `obj` as the caches keep it: without `managedFields`, which nothing
-/// reads and which can outweigh the object itself.
-pub fn without_managed_fields(mut obj: DynamicObject) -> DynamicObject {
-    obj.metadata.managed_fields = None;
-    obj
-}
-
-fn not_ours(child: &DesiredChild, live: &DynamicObject) -> ReconcileError {
+fn not_ours(child: &DesiredChild, live: &impl Resource) -> ReconcileError {
     let owner = controller_owner(live)
         .map_or_else(|| "nobody".into(), |o| format!("{} {}", o.kind, o.name));
     ReconcileError::NotOwned {
@@ -232,7 +226,7 @@ pub async fn prune_children(
     ctx: &BindingContext,
     parent: &DynamicObject,
     intents: &[Intent],
-    observed: Vec<(usize, Arc<DynamicObject>)>,
+    observed: Vec<(usize, Arc<CachedObject>)>,
     written: &mut Written,
 ) -> Result<usize, ReconcileError> {
     // Kinds are told apart by group and kind: `v1 ConfigMap` and a custom
@@ -296,7 +290,7 @@ mod tests {
 
     // Takes a `json!` literal by value so each call reads as data.
     #[allow(clippy::needless_pass_by_value)]
-    fn child(binding: &str, owner_uid: &str, data: Value) -> (DynamicObject, Value) {
+    fn child(binding: &str, owner_uid: &str, data: Value) -> (CachedObject, Value) {
         let json = json!({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {

@@ -23,6 +23,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use super::binding::{
     self, BINDING_KEY, BINDING_LABEL, BindingSpec, DIGEST_ANNOTATION, SOURCE_ANNOTATION,
 };
+use super::cached::CachedObject;
 use super::context::{BindingContext, Current, KindInfo, controller_owner};
 use super::reconcile::{error_policy, reconcile};
 use super::rollout::ShadowReport;
@@ -544,7 +545,7 @@ async fn let_go_of_parents(ctx: &BindingContext) {
     }
     let finalizer = ctx.spec.finalizer();
     let digest = ctx.current().plugin.digest().to_string();
-    let parents: Vec<Arc<DynamicObject>> = ctx
+    let parents: Vec<DynamicObject> = ctx
         .parents
         .state()
         .into_iter()
@@ -552,8 +553,9 @@ async fn let_go_of_parents(ctx: &BindingContext) {
             ctx.shared
                 .options
                 .shard
-                .owns(&super::context::object_key(p))
+                .owns(&super::context::object_key(p.as_ref()))
         })
+        .map(|p| p.to_object(&ctx.parent.resource))
         .collect();
     futures::stream::iter(parents)
         .for_each_concurrent(LET_GO_CONCURRENCY, |parent| {
@@ -583,8 +585,8 @@ async fn let_go_of_parents(ctx: &BindingContext) {
 fn child_mapper(
     ctx: Arc<BindingContext>,
     info: KindInfo,
-) -> impl Fn(DynamicObject) -> Option<ObjectRef<DynamicObject>> + Send + Sync + 'static {
-    move |child: DynamicObject| {
+) -> impl Fn(CachedObject) -> Option<ObjectRef<CachedObject>> + Send + Sync + 'static {
+    move |child: CachedObject| {
         let owner = controller_owner(&child)?;
         if owner.kind != ctx.parent.kind.kind || owner.api_version != ctx.parent.kind.api_version {
             return None;
@@ -618,8 +620,8 @@ fn child_mapper(
 fn related_mapper(
     ctx: Arc<BindingContext>,
     index: usize,
-) -> impl Fn(DynamicObject) -> Vec<ObjectRef<DynamicObject>> + Send + Sync + 'static {
-    move |obj: DynamicObject| {
+) -> impl Fn(CachedObject) -> Vec<ObjectRef<CachedObject>> + Send + Sync + 'static {
+    move |obj: CachedObject| {
         let related = &ctx.related[index];
         let reference = BindingContext::object_ref(&related.info, &obj);
         ctx.parents
@@ -628,7 +630,7 @@ fn related_mapper(
             .filter(|parent| related.matches(&obj, parent.namespace().as_deref()))
             .filter(|parent| {
                 ctx.related_changed(
-                    &super::context::object_key(parent),
+                    &super::context::object_key(parent.as_ref()),
                     Trigger::RelatedChanged(reference.clone()),
                 )
             })

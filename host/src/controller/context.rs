@@ -2,7 +2,7 @@
 //! service (swappable), resolved kinds with their caches, and per-parent
 //! bookkeeping (triggers, backoff, what was last applied).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -10,13 +10,14 @@ use crate::recorder::Recorder;
 use gantry_sdk::{ObjectRef as SdkRef, Trigger};
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::{Selector, SelectorExt};
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
-use kube::{Api, Client, ResourceExt};
+use kube::runtime::reflector::Store;
+use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::Value;
 
 use super::Shared;
 use super::binding::{BindingSpec, CHILD_LABEL, KindRef, RelatedSpec};
+use super::cached::CachedObject;
+pub use super::owners::OwnerIndex;
 use crate::runtime::ReconcilerPlugin;
 
 /// A kind resolved through discovery.
@@ -57,95 +58,9 @@ pub struct ChildKind {
     /// The kind.
     pub info: KindInfo,
     /// Cached children of every parent of the binding.
-    pub store: Store<DynamicObject>,
+    pub store: Store<CachedObject>,
     /// The cached children by their controller's UID.
     pub owners: Arc<OwnerIndex>,
-}
-
-/// Children by the UID of their controller owner, kept beside a reflector
-/// store from the same watch events, so that a reconcile finds a parent's
-/// children without scanning every child of the binding (kube-runtime's
-/// `Store` has no secondary indexes).
-#[derive(Default)]
-pub struct OwnerIndex {
-    state: Mutex<IndexState>,
-}
-
-#[derive(Default)]
-struct IndexState {
-    by_owner: HashMap<String, HashSet<ObjectRef<DynamicObject>>>,
-    owner_of: HashMap<ObjectRef<DynamicObject>, String>,
-    /// A relist in progress: applied at its end, as the store does.
-    relist: Option<Vec<(ObjectRef<DynamicObject>, Option<String>)>>,
-}
-
-impl IndexState {
-    fn remove(&mut self, key: &ObjectRef<DynamicObject>) {
-        if let Some(owner) = self.owner_of.remove(key)
-            && let Some(keys) = self.by_owner.get_mut(&owner)
-        {
-            keys.remove(key);
-            if keys.is_empty() {
-                self.by_owner.remove(&owner);
-            }
-        }
-    }
-
-    fn insert(&mut self, key: ObjectRef<DynamicObject>, owner: Option<String>) {
-        self.remove(&key);
-        if let Some(owner) = owner {
-            self.by_owner
-                .entry(owner.clone())
-                .or_default()
-                .insert(key.clone());
-            self.owner_of.insert(key, owner);
-        }
-    }
-}
-
-impl OwnerIndex {
-    /// Follow one watch event of `resource`.
-    pub fn observe(&self, event: &watcher::Event<DynamicObject>, resource: &ApiResource) {
-        let entry = |obj: &DynamicObject| {
-            (
-                ObjectRef::from_obj_with(obj, resource.clone()),
-                controller_owner(obj).map(|o| o.uid.clone()),
-            )
-        };
-        let mut state = self.state.lock().unwrap();
-        match event {
-            watcher::Event::Apply(obj) => {
-                let (key, owner) = entry(obj);
-                state.insert(key, owner);
-            }
-            watcher::Event::Delete(obj) => state.remove(&entry(obj).0),
-            watcher::Event::Init => state.relist = Some(Vec::new()),
-            watcher::Event::InitApply(obj) => {
-                let item = entry(obj);
-                state.relist.get_or_insert_with(Vec::new).push(item);
-            }
-            watcher::Event::InitDone => {
-                let items = state.relist.take().unwrap_or_default();
-                state.by_owner.clear();
-                state.owner_of.clear();
-                for (key, owner) in items {
-                    state.insert(key, owner);
-                }
-            }
-        }
-    }
-
-    /// The children whose controller has `uid`.
-    pub fn owned_by(&self, uid: &str) -> Vec<ObjectRef<DynamicObject>> {
-        let state = self.state.lock().unwrap();
-        let mut keys: Vec<_> = state
-            .by_owner
-            .get(uid)
-            .map(|keys| keys.iter().cloned().collect())
-            .unwrap_or_default();
-        keys.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-        keys
-    }
 }
 
 /// A related kind with its cache.
@@ -157,12 +72,12 @@ pub struct RelatedKind {
     /// Label selector, parsed.
     pub selector: Option<Selector>,
     /// Cached objects.
-    pub store: Store<DynamicObject>,
+    pub store: Store<CachedObject>,
 }
 
 impl RelatedKind {
     /// Whether `obj` is related to a parent in `parent_namespace`.
-    pub fn matches(&self, obj: &DynamicObject, parent_namespace: Option<&str>) -> bool {
+    pub fn matches(&self, obj: &CachedObject, parent_namespace: Option<&str>) -> bool {
         if self.info.namespaced {
             let wanted = self.spec.namespace.as_deref().or(parent_namespace);
             if wanted.is_some() && obj.namespace().as_deref() != wanted {
@@ -200,7 +115,7 @@ pub struct BindingContext {
     /// The parent kind.
     pub parent: KindInfo,
     /// Cache of parents.
-    pub parents: Store<DynamicObject>,
+    pub parents: Store<CachedObject>,
     /// Child kinds.
     pub children: Vec<ChildKind>,
     /// Related kinds.
@@ -257,7 +172,7 @@ impl Drop for Reconciling<'_> {
 }
 
 /// `namespace/name` (or `name`) of an object.
-pub fn object_key(obj: &DynamicObject) -> String {
+pub fn object_key(obj: &impl Resource) -> String {
     match obj.namespace() {
         Some(ns) => format!("{ns}/{}", obj.name_any()),
         None => obj.name_any(),
@@ -272,7 +187,7 @@ impl BindingContext {
         current: Current,
         client: Client,
         parent: KindInfo,
-        parents: Store<DynamicObject>,
+        parents: Store<CachedObject>,
         children: Vec<ChildKind>,
         related: Vec<RelatedKind>,
         recorder: Recorder,
@@ -339,7 +254,7 @@ impl BindingContext {
 
     /// `parent` changed: whether that calls for a reconcile now (see
     /// [`ParentState::parent_changed`]).
-    pub fn parent_changed(&self, parent: &DynamicObject) -> bool {
+    pub fn parent_changed(&self, parent: &CachedObject) -> bool {
         let version = parent.metadata.resource_version.as_deref().unwrap_or("");
         self.with_state(&object_key(parent), |s| s.parent_changed(version))
     }
@@ -368,7 +283,7 @@ impl BindingContext {
 
     /// Our own apply left a child of `parent_key` at `version`, and the
     /// plugin has seen it.
-    pub fn note_own_child(&self, parent_key: &str, version: ChildVersion) {
+    pub fn note_own_child(&self, parent_key: &str, version: &ChildVersion) {
         self.with_state(parent_key, |s| s.note_own_child(version));
     }
 
@@ -392,12 +307,12 @@ impl BindingContext {
     }
 
     /// Children of the parent with `uid`, from the caches.
-    pub fn observed_children(&self, uid: &str) -> Vec<(usize, Arc<DynamicObject>)> {
+    pub fn observed_children(&self, uid: &str) -> Vec<(usize, Arc<CachedObject>)> {
         let mut out = Vec::new();
         for (index, child) in self.children.iter().enumerate() {
-            for key in child.owners.owned_by(uid) {
+            for key in child.owners.owned_by(uid, &child.info.resource) {
                 if let Some(obj) = child.store.get(&key)
-                    && is_our_child(&obj, &self.name, uid)
+                    && is_our_child(obj.as_ref(), &self.name, uid)
                 {
                     out.push((index, obj));
                 }
@@ -412,7 +327,7 @@ impl BindingContext {
         for related in &self.related {
             for obj in related.store.state() {
                 if related.matches(&obj, namespace) {
-                    out.push(related.info.to_json(&obj));
+                    out.push(obj.to_json(&related.info.resource));
                 }
             }
         }
@@ -453,7 +368,7 @@ impl BindingContext {
     }
 
     /// The trigger describing `obj` as a child or related object.
-    pub fn object_ref(info: &KindInfo, obj: &DynamicObject) -> SdkRef {
+    pub fn object_ref(info: &KindInfo, obj: &impl Resource) -> SdkRef {
         SdkRef {
             api_version: info.kind.api_version.clone(),
             kind: info.kind.kind.clone(),
@@ -465,9 +380,9 @@ impl BindingContext {
 
 /// The controller owner reference of `obj`, if any.
 pub fn controller_owner(
-    obj: &DynamicObject,
+    obj: &impl Resource,
 ) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
-    obj.metadata
+    obj.meta()
         .owner_references
         .as_ref()?
         .iter()
@@ -475,54 +390,7 @@ pub fn controller_owner(
 }
 
 /// Whether `obj` carries our label and its controller is the parent `uid`.
-pub fn is_our_child(obj: &DynamicObject, binding: &str, uid: &str) -> bool {
+pub fn is_our_child(obj: &impl Resource, binding: &str, uid: &str) -> bool {
     obj.labels().get(CHILD_LABEL).map(String::as_str) == Some(binding)
         && controller_owner(obj).is_some_and(|o| o.uid == uid)
-}
-
-#[cfg(test)]
-mod owner_index_tests {
-    use super::*;
-
-    fn child(name: &str, owner_uid: Option<&str>) -> DynamicObject {
-        let owners: Vec<Value> = owner_uid
-            .map(|uid| {
-                serde_json::json!({"apiVersion": "v1", "kind": "P", "name": "p", "uid": uid,
-                    "controller": true})
-            })
-            .into_iter()
-            .collect();
-        serde_json::from_value(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": "ns", "ownerReferences": owners}}))
-        .unwrap()
-    }
-
-    fn names(index: &OwnerIndex, uid: &str) -> Vec<String> {
-        index.owned_by(uid).into_iter().map(|k| k.name).collect()
-    }
-
-    #[test]
-    fn follows_applies_deletes_owner_changes_and_relists() {
-        let resource = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
-        let index = OwnerIndex::default();
-        let observe = |event| index.observe(&event, &resource);
-        observe(watcher::Event::Apply(child("b", Some("u1"))));
-        observe(watcher::Event::Apply(child("a", Some("u1"))));
-        observe(watcher::Event::Apply(child("c", Some("u2"))));
-        observe(watcher::Event::Apply(child("orphan", None)));
-        assert_eq!(names(&index, "u1"), ["a", "b"]);
-        // A new controller moves the child.
-        observe(watcher::Event::Apply(child("b", Some("u2"))));
-        assert_eq!(names(&index, "u1"), ["a"]);
-        assert_eq!(names(&index, "u2"), ["b", "c"]);
-        observe(watcher::Event::Delete(child("c", Some("u2"))));
-        assert_eq!(names(&index, "u2"), ["b"]);
-        // A relist replaces everything at its end, not before.
-        observe(watcher::Event::Init);
-        observe(watcher::Event::InitApply(child("d", Some("u1"))));
-        assert_eq!(names(&index, "u1"), ["a"]);
-        observe(watcher::Event::InitDone);
-        assert_eq!(names(&index, "u1"), ["d"]);
-        assert!(names(&index, "u2").is_empty());
-    }
 }

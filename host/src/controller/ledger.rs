@@ -2,8 +2,14 @@
 //! reconciles: why the next reconcile happens, what it last applied, the
 //! status it last wrote, and how often it failed in a row. Nothing here
 //! talks to the API server, so every rule is tested on its own.
+//!
+//! There is one ledger per parent, so what it keeps is kept small: children
+//! and their versions, and the plugin's digest, are remembered by a 64-bit
+//! hash (the keys they replace took four allocations each), and the plugin's
+//! status as JSON text.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher, Hash};
 
 use gantry_sdk::Trigger;
 use serde_json::Value;
@@ -32,22 +38,22 @@ pub struct ParentState {
     /// last reconcile, and those our own writes produced since.
     seen: Vec<String>,
     /// Digest of the plugin at the last reconcile.
-    digest: Option<String>,
+    digest: Option<Print>,
     /// A child or related object changed since.
     pending: Option<Trigger>,
     /// The plugin asked to be called again.
     requeue_requested: bool,
     /// Consecutive failures, for backoff.
     failures: u32,
-    /// Fingerprints of the children last applied successfully.
-    applied: HashMap<ChildKey, u64>,
+    /// Fingerprints of the children last applied successfully, by child.
+    applied: Vec<(Print, u64)>,
     /// Fingerprint of the status last applied successfully.
     status: Option<u64>,
-    /// The plugin's part of the status last applied.
-    plugin_status: Option<Value>,
+    /// The plugin's part of the status last applied, as JSON text.
+    plugin_status: Option<Box<str>>,
     /// Children as our own applies left them and the plugin saw them:
     /// their events are not news.
-    own_children: VecDeque<ChildVersion>,
+    own_children: VecDeque<Print>,
     /// A reconcile is running: changes are held until it ends, when what
     /// it did not write itself calls for another.
     reconciling: bool,
@@ -56,6 +62,15 @@ pub struct ParentState {
     /// The last reconcile ended with news held: the next runs at once,
     /// whether that reconcile succeeded or failed.
     rerun: bool,
+}
+
+/// What the ledger keeps of a key: its hash. Unequal keys share one with
+/// odds of about 2^-64 per pair, far below anything else that can go wrong.
+type Print = u64;
+
+fn print(key: &(impl Hash + ?Sized)) -> Print {
+    // SipHash with fixed keys: the same in every ledger of the process.
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(key)
 }
 
 /// A change that came during a reconcile.
@@ -90,14 +105,14 @@ impl ParentState {
             Trigger::ParentChanged
         } else if let Some(pending) = self.pending.take() {
             pending
-        } else if self.digest.as_deref().is_some_and(|d| d != digest) {
+        } else if self.digest.is_some_and(|d| d != print(digest)) {
             Trigger::PluginChanged
         } else if self.requeue_requested {
             Trigger::Requeue
         } else {
             Trigger::Resync
         };
-        self.digest = Some(digest.to_string());
+        self.digest = Some(print(digest));
         self.pending = None;
         self.requeue_requested = false;
         trigger
@@ -136,7 +151,7 @@ impl ParentState {
     /// calls for a reconcile now. Our own writes that the plugin has seen
     /// are not news; changes during a reconcile wait for its end.
     pub fn child_changed(&mut self, version: ChildVersion, trigger: Trigger) -> bool {
-        if self.own_children.contains(&version) {
+        if self.own_children.contains(&print(&version)) {
             return false;
         }
         if self.reconciling {
@@ -159,8 +174,8 @@ impl ParentState {
 
     /// Our own apply left a child at `version`, and the plugin has been
     /// shown it: its event is not news.
-    pub fn note_own_child(&mut self, version: ChildVersion) {
-        self.own_children.push_back(version);
+    pub fn note_own_child(&mut self, version: &ChildVersion) {
+        self.own_children.push_back(print(version));
         if self.own_children.len() > OWN_CHILD_WRITES {
             self.own_children.pop_front();
         }
@@ -175,7 +190,7 @@ impl ParentState {
             match held {
                 Held::Parent(version) => news |= !self.seen.contains(&version),
                 Held::Child(version, trigger) => {
-                    if !self.own_children.contains(&version) {
+                    if !self.own_children.contains(&print(&version)) {
                         self.note_trigger(trigger);
                         news = true;
                     }
@@ -202,18 +217,24 @@ impl ParentState {
     }
 
     /// Whether `child` was last applied with the intent `print`.
-    pub fn applied_as(&self, child: &ChildKey, print: u64) -> bool {
-        self.applied.get(child) == Some(&print)
+    pub fn applied_as(&self, child: &ChildKey, intent: u64) -> bool {
+        let child = print(child);
+        self.applied.iter().any(|&(c, i)| c == child && i == intent)
     }
 
     /// `child` was applied with the intent `print`.
-    pub fn record_applied(&mut self, child: ChildKey, print: u64) {
-        self.applied.insert(child, print);
+    pub fn record_applied(&mut self, child: &ChildKey, intent: u64) {
+        let child = print(child);
+        match self.applied.iter_mut().find(|(c, _)| *c == child) {
+            Some(entry) => entry.1 = intent,
+            None => self.applied.push((child, intent)),
+        }
     }
 
     /// `child` was pruned.
     pub fn forget_applied(&mut self, child: &ChildKey) {
-        self.applied.remove(child);
+        let child = print(child);
+        self.applied.retain(|(c, _)| *c != child);
     }
 
     /// Whether the status was last written as `print`.
@@ -222,14 +243,15 @@ impl ParentState {
     }
 
     /// The status `print` was written, with the plugin's part `plugin_status`.
-    pub fn record_status(&mut self, print: u64, plugin_status: Value) {
+    pub fn record_status(&mut self, print: u64, plugin_status: &Value) {
         self.status = Some(print);
-        self.plugin_status = Some(plugin_status);
+        self.plugin_status = Some(plugin_status.to_string().into());
     }
 
     /// The plugin's part of the status last written.
-    pub fn plugin_status(&self) -> Option<&Value> {
-        self.plugin_status.as_ref()
+    pub fn plugin_status(&self) -> Option<Value> {
+        let text = self.plugin_status.as_deref()?;
+        Some(serde_json::from_str(text).expect("the ledger's own JSON text"))
     }
 
     /// A reconcile failed: the failures in a row, this one included.
@@ -326,19 +348,17 @@ mod tests {
             "a".into(),
         );
         assert!(!state.applied_as(&key, 7));
-        state.record_applied(key.clone(), 7);
+        state.record_applied(&key, 7);
+        state.record_applied(&config_map("b"), 7);
         assert!(state.applied_as(&key, 7));
         assert!(!state.applied_as(&key, 8));
         state.forget_applied(&key);
         assert!(!state.applied_as(&key, 7));
 
         assert!(!state.status_written_as(1));
-        state.record_status(1, serde_json::json!({"ready": 3}));
+        state.record_status(1, &serde_json::json!({"ready": 3}));
         assert!(state.status_written_as(1));
-        assert_eq!(
-            state.plugin_status(),
-            Some(&serde_json::json!({"ready": 3}))
-        );
+        assert_eq!(state.plugin_status(), Some(serde_json::json!({"ready": 3})));
     }
 
     fn config_map(name: &str) -> ChildKey {
@@ -357,7 +377,7 @@ mod tests {
         let mut state = ParentState::default();
         state.take_trigger("1", "d");
         let ours = (config_map("a"), "10".to_string());
-        state.note_own_child(ours.clone());
+        state.note_own_child(&ours);
         assert!(!state.child_changed(ours, child_changed("a")));
         assert_eq!(state.take_trigger("1", "d"), Trigger::Resync);
         // Someone else's change of the same child is.
@@ -373,7 +393,7 @@ mod tests {
         // Its own writes: events come before the reconcile records them.
         assert!(!state.child_changed((config_map("a"), "10".into()), child_changed("a")));
         assert!(!state.parent_changed("12"));
-        state.note_own_child((config_map("a"), "10".into()));
+        state.note_own_child(&(config_map("a"), "10".into()));
         state.note_own_write(Some("12".into()));
         assert!(!state.end_reconcile(), "only our own writes came");
         assert!(!state.parent_changed("12"));

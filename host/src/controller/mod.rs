@@ -10,6 +10,7 @@
 pub mod apply;
 pub mod binding;
 pub mod bindings;
+pub mod cached;
 pub mod conditions;
 pub mod context;
 pub mod events;
@@ -22,6 +23,7 @@ pub mod ledger;
 pub mod metrics;
 pub mod names;
 pub mod offline;
+pub mod owners;
 pub mod permissions;
 pub mod readiness;
 pub mod reconcile;

@@ -140,15 +140,16 @@ impl OfflineBinding {
     }
 
     /// Its parents (only `only`, as `namespace/name`, when given), by key.
-    pub fn parents(&self, only: Option<&str>) -> anyhow::Result<Vec<Arc<DynamicObject>>> {
-        let mut parents: Vec<_> = self
-            .ctx()
+    pub fn parents(&self, only: Option<&str>) -> anyhow::Result<Vec<DynamicObject>> {
+        let ctx = self.ctx();
+        let mut parents: Vec<_> = ctx
             .parents
             .state()
             .into_iter()
-            .filter(|p| only.is_none_or(|key| object_key(p) == key))
+            .filter(|p| only.is_none_or(|key| object_key(p.as_ref()) == key))
+            .map(|p| p.to_object(&ctx.parent.resource))
             .collect();
-        parents.sort_by_key(|p| object_key(p));
+        parents.sort_by_key(object_key);
         if let Some(key) = only
             && parents.is_empty()
         {

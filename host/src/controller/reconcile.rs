@@ -13,6 +13,7 @@ use tracing::Instrument;
 
 use super::apply::Intent;
 use super::binding::BindingSpec;
+use super::cached::CachedObject;
 use super::context::{BindingContext, Current, ParentState, object_key};
 use super::guardrails::{self, DesiredChild, Rules};
 use super::settle::{self, Written};
@@ -22,12 +23,13 @@ use crate::policy::guardrails::{self as guardrail_policies, ChildIntent};
 
 /// Reconcile `parent`, bounded by the operator's per-reconcile timeout.
 pub async fn reconcile(
-    parent: Arc<DynamicObject>,
+    parent: Arc<CachedObject>,
     ctx: Arc<BindingContext>,
 ) -> Result<Action, ReconcileError> {
-    if !ctx.shared.leading() || !ctx.shared.options.shard.owns(&object_key(&parent)) {
+    if !ctx.shared.leading() || !ctx.shared.options.shard.owns(&object_key(parent.as_ref())) {
         return Ok(Action::await_change());
     }
+    let parent = parent.to_object(&ctx.parent.resource);
     let _in_flight = ctx.start_reconcile();
     let timeout = ctx.shared.options.reconcile_timeout;
     let metrics = &ctx.shared.metrics;
@@ -154,7 +156,7 @@ async fn settle(
     for call in 1.. {
         let observed = written.observed(ctx.observed_children(&uid));
         for version in written.shown(&ctx.children) {
-            ctx.note_own_child(&key, version);
+            ctx.note_own_child(&key, &version);
         }
         let request = request_observing(ctx, parent, &current.spec, trigger.clone(), &observed);
         let response = call_plugin(ctx, current, request).await?;
@@ -220,11 +222,11 @@ fn request_observing(
     parent: &DynamicObject,
     spec: &BindingSpec,
     trigger: gantry_sdk::Trigger,
-    observed: &[(usize, Arc<DynamicObject>)],
+    observed: &[(usize, Arc<CachedObject>)],
 ) -> Request {
     let observed = observed
         .iter()
-        .map(|(index, obj)| ctx.children[*index].info.to_json(obj))
+        .map(|(index, obj)| obj.to_json(&ctx.children[*index].info.resource))
         .collect();
     Request {
         parent: ctx.parent.to_json(parent),
@@ -336,7 +338,7 @@ async fn judge(
                 namespace: intent.child.namespace.as_deref(),
                 display: intent.child.display(),
                 object: &intent.object,
-                old: intent.cached(ctx).map(|live| info.to_json(&live)),
+                old: intent.cached(ctx).map(|live| live.to_json(&info.resource)),
             }
         })
         .collect();
@@ -355,7 +357,7 @@ async fn write_children(
     ctx: &BindingContext,
     parent: &DynamicObject,
     intents: &[Intent],
-    observed: Vec<(usize, Arc<DynamicObject>)>,
+    observed: Vec<(usize, Arc<CachedObject>)>,
     written: &mut Written,
 ) -> Result<(), ReconcileError> {
     let stats = apply::apply_children(ctx, parent, intents, written).await?;
@@ -462,12 +464,13 @@ pub async fn publish(
 // The signature kube-runtime's `Controller::run` asks for.
 #[allow(clippy::needless_pass_by_value)]
 pub fn error_policy(
-    parent: Arc<DynamicObject>,
+    parent: Arc<CachedObject>,
     error: &ReconcileError,
     ctx: Arc<BindingContext>,
 ) -> Action {
-    let (failures, rerun) =
-        ctx.with_state(&object_key(&parent), |s| (s.failures(), s.take_rerun()));
+    let (failures, rerun) = ctx.with_state(&object_key(parent.as_ref()), |s| {
+        (s.failures(), s.take_rerun())
+    });
     // News held during the failed reconcile is news like any other: it is
     // looked at now, not after the backoff (or never, for a lasting error).
     if rerun {

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::ReconcileError;
 use super::binding::BindingSpec;
+use super::cached::CachedObject;
 use super::context::{BindingContext, object_key};
 use super::reconcile::{checked_intents, request};
 use super::watches::same_parent;
@@ -334,18 +335,22 @@ pub async fn shadow_run(
     new_spec: &BindingSpec,
     running: Option<&BindingContext>,
 ) -> ShadowReport {
-    let parents: Vec<Arc<DynamicObject>> = candidate
+    let parents: Vec<Arc<CachedObject>> = candidate
         .parents
         .state()
         .into_iter()
-        .filter(|p| candidate.shared.options.shard.owns(&object_key(p)))
+        .filter(|p| candidate.shared.options.shard.owns(&object_key(p.as_ref())))
         .collect();
     // Counted as they come: no answer is kept past its comparison.
     let mut outcomes = futures::stream::iter(parents)
         .map(|parent| async move {
+            let parent = parent.to_object(&candidate.parent.resource);
             let served = running
                 .filter(|ctx| ctx.spec.parent.same_kind(&new_spec.parent))
-                .and_then(|ctx| Some((ctx, same_parent(ctx, &parent)?)));
+                .and_then(|ctx| {
+                    let served = same_parent(ctx, &parent)?;
+                    Some((ctx, served.to_object(&ctx.parent.resource)))
+                });
             let (baseline, candidate) = match served {
                 // The same caches: one request, with each version's config.
                 Some((ctx, served)) if std::ptr::eq(ctx, candidate) => {

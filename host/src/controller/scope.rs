@@ -15,6 +15,8 @@ use std::collections::{HashMap, HashSet};
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
+
+use super::cached::CachedObject;
 use kube::{Api, Client, ResourceExt};
 
 /// The namespaces an operator watches.
@@ -69,11 +71,11 @@ impl WatchScope {
 }
 
 /// Events of one watch, as a reflector takes them.
-pub type WatchEvent = Result<watcher::Event<DynamicObject>, watcher::Error>;
+pub type WatchEvent = Result<watcher::Event<CachedObject>, watcher::Error>;
 
 /// Watch `resource` (namespaced or not) with `config` within `scope`,
-/// retrying with kube-runtime's default backoff; managedFields are dropped
-/// from every object (nothing reads them, and they can outweigh it).
+/// retrying with kube-runtime's default backoff. Objects come as the caches
+/// keep them (without managedFields: see [`CachedObject`]).
 pub fn watch(
     client: &Client,
     resource: &ApiResource,
@@ -81,11 +83,7 @@ pub fn watch(
     config: &watcher::Config,
     scope: &WatchScope,
 ) -> futures::stream::BoxStream<'static, WatchEvent> {
-    let one = |api: Api<DynamicObject>| {
-        watcher(api, config.clone())
-            .default_backoff()
-            .modify(|obj: &mut DynamicObject| obj.metadata.managed_fields = None)
-    };
+    let one = |api: Api<CachedObject>| watcher(api, config.clone()).default_backoff();
     match scope {
         WatchScope::Namespaces(names) if namespaced => {
             let streams = names.iter().map(|ns| {
@@ -172,7 +170,7 @@ impl Merge {
                         .map(|name| {
                             known.remove(&name);
                             let obj = DynamicObject::new(&name, &self.resource).within(ns);
-                            Ok(Event::Delete(obj))
+                            Ok(Event::Delete(CachedObject::new(obj)))
                         })
                         .collect()
                 } else {
@@ -198,8 +196,8 @@ mod tests {
         ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "ConfigMap"))
     }
 
-    fn obj(ns: &str, name: &str) -> DynamicObject {
-        DynamicObject::new(name, &resource()).within(ns)
+    fn obj(ns: &str, name: &str) -> CachedObject {
+        CachedObject::new(DynamicObject::new(name, &resource()).within(ns))
     }
 
     /// What a reflector store holds after `events`, as `ns/name`.

@@ -13,6 +13,7 @@ use gantry_sdk::{ObjectRef, Trigger};
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 
+use super::cached::CachedObject;
 use super::context::{ChildKind, ChildVersion};
 
 /// Plugin calls in one reconcile at most: one, and two more while its
@@ -29,9 +30,9 @@ type Slot = (usize, Option<String>, String);
 pub struct Written {
     /// Each child written: as the API server returned it, or `None` when
     /// pruned.
-    children: BTreeMap<Slot, Option<Arc<DynamicObject>>>,
+    children: BTreeMap<Slot, Option<Arc<CachedObject>>>,
     /// Versions written since the plugin was last called.
-    unseen: Vec<(usize, Arc<DynamicObject>)>,
+    unseen: Vec<(usize, Arc<CachedObject>)>,
     /// A child was pruned since the plugin was last called.
     pruned_unseen: bool,
     /// The child written last.
@@ -39,9 +40,10 @@ pub struct Written {
 }
 
 impl Written {
-    /// Our apply of a child of kind `kind` returned `object`.
+    /// Our apply of a child of kind `kind` returned `object` (kept as the
+    /// caches keep objects).
     pub fn applied(&mut self, kind: usize, object: DynamicObject) {
-        let object = Arc::new(object);
+        let object = Arc::new(CachedObject::new(object));
         let slot = (kind, object.namespace(), object.name_any());
         self.children.insert(slot.clone(), Some(object.clone()));
         self.unseen.push((kind, object));
@@ -63,7 +65,7 @@ impl Written {
         kind: usize,
         namespace: Option<&str>,
         name: &str,
-    ) -> Option<Arc<DynamicObject>> {
+    ) -> Option<Arc<CachedObject>> {
         let slot = (kind, namespace.map(str::to_string), name.to_string());
         self.children.get(&slot).cloned().flatten()
     }
@@ -89,12 +91,12 @@ impl Written {
     /// namespace and name) with this reconcile's writes over them.
     pub fn observed(
         &self,
-        cached: Vec<(usize, Arc<DynamicObject>)>,
-    ) -> Vec<(usize, Arc<DynamicObject>)> {
+        cached: Vec<(usize, Arc<CachedObject>)>,
+    ) -> Vec<(usize, Arc<CachedObject>)> {
         if self.children.is_empty() {
             return cached;
         }
-        let mut merged: BTreeMap<Slot, Arc<DynamicObject>> = cached
+        let mut merged: BTreeMap<Slot, Arc<CachedObject>> = cached
             .into_iter()
             .map(|(kind, obj)| ((kind, obj.namespace(), obj.name_any()), obj))
             .collect();
@@ -143,7 +145,7 @@ mod tests {
         .unwrap()
     }
 
-    fn names(observed: &[(usize, Arc<DynamicObject>)]) -> Vec<(usize, String, String)> {
+    fn names(observed: &[(usize, Arc<CachedObject>)]) -> Vec<(usize, String, String)> {
         observed
             .iter()
             .map(|(kind, obj)| (*kind, obj.name_any(), obj.resource_version().unwrap()))
@@ -152,11 +154,8 @@ mod tests {
 
     #[test]
     fn writes_show_over_the_cache_in_the_caches_order() {
-        let cached = vec![
-            (0, Arc::new(config_map("b", "1"))),
-            (0, Arc::new(config_map("d", "1"))),
-            (1, Arc::new(config_map("a", "1"))),
-        ];
+        let cached = |name| Arc::new(CachedObject::new(config_map(name, "1")));
+        let cached = vec![(0, cached("b")), (0, cached("d")), (1, cached("a"))];
         let mut written = Written::default();
         assert_eq!(names(&written.observed(cached.clone())), names(&cached));
         written.applied(0, config_map("c", "5"));

@@ -75,10 +75,7 @@ pub fn plan(
     // would otherwise remove fields this manager stops sending.
     let plugin_status = match outcome.plugin_status {
         Some(status) => status,
-        None => ledger
-            .plugin_status()
-            .cloned()
-            .unwrap_or_else(|| plugin_part(live)),
+        None => ledger.plugin_status().unwrap_or_else(|| plugin_part(live)),
     };
     let observed_generation = if outcome.observed {
         generation
@@ -147,7 +144,7 @@ pub async fn write_status(
         .map_err(ReconcileError::Kube)?;
     ctx.note_own_write(&key, written.resource_version());
     ctx.with_state(&key, |s| {
-        s.record_status(planned.print, planned.plugin_status);
+        s.record_status(planned.print, &planned.plugin_status);
     });
     Ok(true)
 }
@@ -248,7 +245,7 @@ mod tests {
         assert_eq!(planned.status["ready"], 1);
         // What the ledger remembers wins over the live status.
         let mut ledger = ParentState::default();
-        ledger.record_status(0, json!({"ready": 4}));
+        ledger.record_status(0, &json!({"ready": 4}));
         let planned = plan(
             "widgets",
             &parent(5, Some(live)),
@@ -269,7 +266,7 @@ mod tests {
             NOW,
         );
         let mut ledger = ParentState::default();
-        ledger.record_status(first.print, first.plugin_status.clone());
+        ledger.record_status(first.print, &first.plugin_status);
         let again = plan(
             "widgets",
             &parent(1, Some(first.status.clone())),

@@ -12,7 +12,6 @@ use std::time::Duration;
 use futures::stream::{BoxStream, SelectAll};
 use futures::{Stream, StreamExt, TryStreamExt};
 use kube::Client;
-use kube::api::DynamicObject;
 use kube::core::{GroupVersionKind, Selector};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -21,12 +20,13 @@ use tokio::task::JoinHandle;
 
 use super::Shared;
 use super::binding::{BindingSpec, CHILD_LABEL, KindRef};
+use super::cached::CachedObject;
 use super::context::{BindingContext, ChildKind, Current, KindInfo, RelatedKind};
 use crate::binding::loader::Refusal;
 use crate::recorder::Recorder;
 
 /// Objects whose change may call for a reconcile, as a controller takes them.
-pub type Changes = BoxStream<'static, Result<DynamicObject, watcher::Error>>;
+pub type Changes = BoxStream<'static, Result<CachedObject, watcher::Error>>;
 
 /// The caches of one binding, kept current until dropped.
 pub struct Watches {
@@ -40,9 +40,9 @@ pub struct Watches {
 
 /// The changes of each watched kind, once a controller is attached.
 struct Receivers {
-    parents: mpsc::UnboundedReceiver<DynamicObject>,
-    children: Vec<mpsc::UnboundedReceiver<DynamicObject>>,
-    related: Vec<mpsc::UnboundedReceiver<DynamicObject>>,
+    parents: mpsc::UnboundedReceiver<CachedObject>,
+    children: Vec<mpsc::UnboundedReceiver<CachedObject>>,
+    related: Vec<mpsc::UnboundedReceiver<CachedObject>>,
 }
 
 /// Which cache a change came from.
@@ -123,7 +123,7 @@ impl Watches {
         }
 
         let writer =
-            |info: &KindInfo| reflector::store::Writer::<DynamicObject>::new(info.resource.clone());
+            |info: &KindInfo| reflector::store::Writer::<CachedObject>::new(info.resource.clone());
         let parent_writer = writer(&parent);
         let parents_store = parent_writer.as_reader();
         let child_writers: Vec<_> = child_infos.iter().map(writer).collect();
@@ -162,10 +162,10 @@ impl Watches {
         ));
         let child_selector = format!("{CHILD_LABEL}={}", spec.name);
         for (index, (kind, w)) in children.iter().zip(child_writers).enumerate() {
-            let (owners, resource) = (kind.owners.clone(), kind.info.resource.clone());
+            let owners = kind.owners.clone();
             let config = watcher::Config::default().labels(&child_selector);
             let stream = reflector::reflector(w, watch(&kind.info, config))
-                .inspect_ok(move |event| owners.observe(event, &resource))
+                .inspect_ok(move |event| owners.observe(event))
                 .touched_objects();
             streams.push(tag(Source::Child(index), stream));
         }
@@ -265,7 +265,7 @@ impl Watches {
     }
 }
 
-type ChangeResult = Result<DynamicObject, watcher::Error>;
+type ChangeResult = Result<CachedObject, watcher::Error>;
 
 fn tag(
     source: Source,
@@ -274,7 +274,7 @@ fn tag(
     stream.map(move |change| (source, change)).boxed()
 }
 
-fn changes(receiver: mpsc::UnboundedReceiver<DynamicObject>) -> Changes {
+fn changes(receiver: mpsc::UnboundedReceiver<CachedObject>) -> Changes {
     futures::stream::unfold(receiver, |mut rx| async move {
         rx.recv().await.map(|object| (Ok(object), rx))
     })
@@ -305,7 +305,10 @@ pub async fn resolve(client: &Client, kind: &KindRef) -> Result<KindInfo, Refusa
 }
 
 /// `parent` (of another binding context) as cached in `ctx`, if it is.
-pub fn same_parent(ctx: &BindingContext, parent: &DynamicObject) -> Option<Arc<DynamicObject>> {
+pub fn same_parent(
+    ctx: &BindingContext,
+    parent: &impl kube::Resource,
+) -> Option<Arc<CachedObject>> {
     use kube::ResourceExt;
     let reference = ObjectRef::new_with(&parent.name_any(), ctx.parent.resource.clone());
     let reference = match parent.namespace() {
