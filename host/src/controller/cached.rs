@@ -7,8 +7,13 @@
 //! 4.9 KB; their bodies as text take a tenth of that. The body is parsed
 //! again when a reconcile needs the object whole, which it needed to copy
 //! anyway (docs/benchmarks.md, "Memory").
+//!
+//! Its kind is shared, not copied: every store key (`ObjectRef`) carries
+//! its object's dynamic type, and `ApiResource`'s five strings per key were
+//! a fifth of a store's memory.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ApiResource, DynamicObject};
@@ -84,26 +89,26 @@ impl<'de> Deserialize<'de> for CachedObject {
 }
 
 impl Resource for CachedObject {
-    type DynamicType = ApiResource;
+    type DynamicType = Arc<ApiResource>;
     type Scope = DynamicResourceScope;
 
-    fn group(dt: &ApiResource) -> Cow<'_, str> {
+    fn group(dt: &Arc<ApiResource>) -> Cow<'_, str> {
         dt.group.as_str().into()
     }
 
-    fn version(dt: &ApiResource) -> Cow<'_, str> {
+    fn version(dt: &Arc<ApiResource>) -> Cow<'_, str> {
         dt.version.as_str().into()
     }
 
-    fn kind(dt: &ApiResource) -> Cow<'_, str> {
+    fn kind(dt: &Arc<ApiResource>) -> Cow<'_, str> {
         dt.kind.as_str().into()
     }
 
-    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
+    fn api_version(dt: &Arc<ApiResource>) -> Cow<'_, str> {
         dt.api_version.as_str().into()
     }
 
-    fn plural(dt: &ApiResource) -> Cow<'_, str> {
+    fn plural(dt: &Arc<ApiResource>) -> Cow<'_, str> {
         dt.plural.as_str().into()
     }
 

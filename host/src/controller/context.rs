@@ -25,8 +25,8 @@ use crate::runtime::ReconcilerPlugin;
 pub struct KindInfo {
     /// apiVersion/kind as the binding names it.
     pub kind: KindRef,
-    /// Group, version, plural.
-    pub resource: ApiResource,
+    /// Group, version, plural (shared by every cache key of the kind).
+    pub resource: Arc<ApiResource>,
     /// Namespaced or cluster-scoped.
     pub namespaced: bool,
     /// Has a `/status` subresource.
@@ -37,8 +37,8 @@ impl KindInfo {
     /// An API handle in `namespace` (ignored for cluster-scoped kinds).
     pub fn api(&self, client: &Client, namespace: Option<&str>) -> Api<DynamicObject> {
         match (self.namespaced, namespace) {
-            (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, &self.resource),
-            _ => Api::all_with(client.clone(), &self.resource),
+            (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, &*self.resource),
+            _ => Api::all_with(client.clone(), &*self.resource),
         }
     }
 

@@ -34,7 +34,7 @@ impl ChildName {
         }
     }
 
-    fn key(&self, resource: &ApiResource) -> ObjectRef<CachedObject> {
+    fn key(&self, resource: &Arc<ApiResource>) -> ObjectRef<CachedObject> {
         let key = ObjectRef::new_with(&self.name, resource.clone());
         match &self.namespace {
             Some(ns) => key.within(ns),
@@ -126,7 +126,7 @@ impl OwnerIndex {
 
     /// The store keys (of `resource`) of the children whose controller has
     /// `uid`, by namespace and name.
-    pub fn owned_by(&self, uid: &str, resource: &ApiResource) -> Vec<ObjectRef<CachedObject>> {
+    pub fn owned_by(&self, uid: &str, resource: &Arc<ApiResource>) -> Vec<ObjectRef<CachedObject>> {
         let state = self.state.lock().unwrap();
         state
             .by_owner
@@ -152,7 +152,9 @@ mod tests {
     }
 
     fn names(index: &OwnerIndex, uid: &str) -> Vec<String> {
-        let resource = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let resource = Arc::new(ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(
+            &(),
+        ));
         let keys = index.owned_by(uid, &resource);
         assert!(
             keys.iter()

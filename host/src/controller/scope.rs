@@ -11,6 +11,7 @@
 //! library merges namespaced watches into one store, hence this.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject};
@@ -78,7 +79,7 @@ pub type WatchEvent = Result<watcher::Event<CachedObject>, watcher::Error>;
 /// keep them (without managedFields: see [`CachedObject`]).
 pub fn watch(
     client: &Client,
-    resource: &ApiResource,
+    resource: &Arc<ApiResource>,
     namespaced: bool,
     config: &watcher::Config,
     scope: &WatchScope,
@@ -92,7 +93,7 @@ pub fn watch(
                     .map(move |event| (ns_owned.clone(), event))
                     .boxed()
             });
-            let mut merge = Merge::new(names, resource.clone());
+            let mut merge = Merge::new(names, ApiResource::clone(resource));
             let merged = futures::stream::select_all(streams)
                 .map(move |(ns, event)| futures::stream::iter(merge.fold(&ns, event)))
                 .flatten();
@@ -202,7 +203,7 @@ mod tests {
 
     /// What a reflector store holds after `events`, as `ns/name`.
     fn store_after(events: &[WatchEvent]) -> Vec<String> {
-        let mut writer = kube::runtime::reflector::store::Writer::new(resource());
+        let mut writer = kube::runtime::reflector::store::Writer::new(Arc::new(resource()));
         for event in events.iter().flatten() {
             writer.apply_watcher_event(event);
         }

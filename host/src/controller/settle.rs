@@ -178,7 +178,9 @@ mod tests {
 
     #[test]
     fn writes_shown_once_are_not_shown_again() {
-        let resource = kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let resource = Arc::new(kube::api::ApiResource::erase::<
+            k8s_openapi::api::core::v1::ConfigMap,
+        >(&()));
         let kinds = [ChildKind {
             info: crate::controller::context::KindInfo {
                 kind: crate::controller::binding::KindRef {

@@ -292,7 +292,7 @@ pub async fn resolve(client: &Client, kind: &KindRef) -> Result<KindInfo, Refusa
     match kube::discovery::pinned_kind(client, &gvk).await {
         Ok((resource, caps)) => Ok(KindInfo {
             kind: kind.clone(),
-            resource,
+            resource: Arc::new(resource),
             namespaced: caps.scope == kube::discovery::Scope::Namespaced,
             has_status: caps.subresources.iter().any(|(r, _)| r.plural == "status"),
         }),
