@@ -3,11 +3,10 @@
 //! children without scanning every child of the binding (kube-runtime's
 //! `Store` has no secondary indexes).
 //!
-//! The index holds names, not store keys: an `ObjectRef<DynamicObject>`
-//! carries its kind's five strings, and two of them per child made this
-//! index a tenth of the operator's memory at 30,000 children
-//! (docs/benchmarks.md). Each owner UID is held once, shared by its
-//! children's entries.
+//! The index holds names, not store keys: an `ObjectRef` carried its
+//! kind's five strings, and two of them per child cost about a kilobyte
+//! (docs/benchmarks.md, "Memory"). Each owner UID is held once, shared by
+//! its children's entries.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
