@@ -74,12 +74,6 @@ impl CachedObject {
     }
 }
 
-impl From<DynamicObject> for CachedObject {
-    fn from(obj: DynamicObject) -> Self {
-        Self::new(obj)
-    }
-}
-
 /// Read as a `DynamicObject` is, then compacted: the tree lives only while
 /// one object is read.
 impl<'de> Deserialize<'de> for CachedObject {

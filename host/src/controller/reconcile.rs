@@ -29,7 +29,6 @@ pub async fn reconcile(
     if !ctx.shared.leading() || !ctx.shared.options.shard.owns(&object_key(parent.as_ref())) {
         return Ok(Action::await_change());
     }
-    let parent = parent.to_object(&ctx.parent.resource);
     let _in_flight = ctx.start_reconcile();
     let timeout = ctx.shared.options.reconcile_timeout;
     let metrics = &ctx.shared.metrics;
@@ -41,6 +40,8 @@ pub async fn reconcile(
         .await
         .map_err(|_| ReconcileError::ShuttingDown)?;
     drop(queued);
+    // Parsed once a reconcile may run: queued ones hold only the cache's copy.
+    let parent = parent.to_object(&ctx.parent.resource);
     let _running = metrics.running(&ctx.name);
     let started = std::time::Instant::now();
     let span = tracing::info_span!(

@@ -343,27 +343,33 @@ pub async fn shadow_run(
         .collect();
     // Counted as they come: no answer is kept past its comparison.
     let mut outcomes = futures::stream::iter(parents)
-        .map(|parent| async move {
-            let parent = parent.to_object(&candidate.parent.resource);
+        .map(|cached| async move {
+            let parent = cached.to_object(&candidate.parent.resource);
             let served = running
                 .filter(|ctx| ctx.spec.parent.same_kind(&new_spec.parent))
-                .and_then(|ctx| {
-                    let served = same_parent(ctx, &parent)?;
-                    Some((ctx, served.to_object(&ctx.parent.resource)))
-                });
+                .and_then(|ctx| Some((ctx, same_parent(ctx, &parent)?)));
             let (baseline, candidate) = match served {
                 // The same caches: one request, with each version's config.
                 Some((ctx, served)) if std::ptr::eq(ctx, candidate) => {
+                    // Most often the very entry `parent` was parsed from.
+                    let newer;
+                    let served = if Arc::ptr_eq(&served, &cached) {
+                        &parent
+                    } else {
+                        newer = served.to_object(&ctx.parent.resource);
+                        &newer
+                    };
                     let current = ctx.current();
                     let request =
-                        EncodedRequest::new(&request(ctx, &served, &current.spec, Trigger::Resync));
+                        EncodedRequest::new(&request(ctx, served, &current.spec, Trigger::Resync));
                     let new_request = request.with_config(&new_spec.config);
                     let baseline =
-                        answer_to(ctx, &served, &current.plugin, &current.spec, request).await;
+                        answer_to(ctx, served, &current.plugin, &current.spec, request).await;
                     let answer = answer_to(candidate, &parent, new, new_spec, new_request).await;
                     (Some(baseline), answer)
                 }
                 Some((ctx, served)) => {
+                    let served = served.to_object(&ctx.parent.resource);
                     let current = ctx.current();
                     let baseline =
                         judged_answer(ctx, &served, &current.plugin, &current.spec).await;

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, ResourceExt};
 
 use super::cached::CachedObject;
-use kube::{Api, Client, ResourceExt};
 
 /// The namespaces an operator watches.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
