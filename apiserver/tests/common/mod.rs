@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _; // `write!` to a `String` cannot fail.
 use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
 
 use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
 use serde_json::{Value, json};
@@ -305,7 +306,9 @@ pub fn widget_crd() -> Value {
     })
 }
 
-/// Creates the widget CRD and waits until its resources are served.
+/// Creates the widget CRD and waits until its resources are served and the
+/// background controllers have registered its `APIServices`, so that a test
+/// reading the resourceVersion afterwards sees no write of theirs land later.
 pub async fn install_widgets(addr: SocketAddr) {
     let r = req(
         addr,
@@ -317,6 +320,14 @@ pub async fn install_widgets(addr: SocketAddr) {
     assert_eq!(r.status, 201, "{}", r.body);
     let d = req(addr, "GET", "/apis/example.com/v1", None).await;
     assert_eq!(d.status, 200, "served right after create: {}", d.body);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for version in ["v1", "v1beta1"] {
+        let path = format!("/apis/apiregistration.k8s.io/v1/apiservices/{version}.example.com");
+        while req(addr, "GET", &path, None).await.status != 200 {
+            assert!(Instant::now() < deadline, "{path} was never registered");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
 }
 
 /// A widget body.
