@@ -75,6 +75,26 @@ fn dispatch_measures_native_wasm_and_webhook_per_size() {
     }
 }
 
+#[test]
+fn load_times_compiling_and_precompiled_loads_of_each_plugin() {
+    let report = gantry_json(&["bench", "load", "--loads", "2", "--compiles", "1"]);
+    let rows: Vec<(&str, u64)> = report
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["calls"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("memcached: compile and load", 1),
+            ("memcached: precompiled load", 2),
+            ("fanout: compile and load", 1),
+            ("fanout: precompiled load", 2),
+        ]
+    );
+}
+
 /// `gantry bench converge` at a tiny size, with the controller-runtime peer
 /// after Gantry: JSON with every phase of both.
 #[backends]

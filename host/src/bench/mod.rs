@@ -6,7 +6,8 @@
 //!   HTTP webhook, at three parent sizes;
 //! - [`converge`]: N parents with K children each on an API server, until
 //!   every parent is Synced, then a resync and a spec change;
-//! - [`chart`]: SVG charts of both.
+//! - [`load`]: loading a plugin, compiled and precompiled;
+//! - [`chart`]: SVG charts of dispatch and convergence.
 
 // Counts, sizes and durations become f64 for rates, ratios and charts; beyond
 // 2^52 the lost precision would not show in a benchmark's numbers.
@@ -16,6 +17,7 @@ pub mod chart;
 pub mod contender;
 pub mod converge;
 pub mod dispatch;
+pub mod load;
 
 use std::fmt::Write as _; // `write!` to a `String` cannot fail.
 use std::time::{Duration, Instant};
@@ -119,6 +121,11 @@ pub fn plugin_vs_native(
 /// (no ratio column for a single row).
 pub fn render(rows: &[Measurement]) -> String {
     table(rows, (rows.len() > 1).then(|| rows.len() - 1))
+}
+
+/// A plain-text table of `rows`, without ratios.
+pub fn render_plain(rows: &[Measurement]) -> String {
+    table(rows, None)
 }
 
 /// A plain-text table of `rows`, with each row's p50 relative to row `base`.

@@ -1,4 +1,4 @@
-//! `gantry bench dispatch` and `gantry bench converge`.
+//! `gantry bench dispatch`, `gantry bench load` and `gantry bench converge`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,13 +7,15 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::exit;
-use crate::bench::{chart, converge, dispatch};
+use crate::bench::{chart, converge, dispatch, load};
 use crate::runtime::{Limits, Runtime};
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// Cost of one reconcile call: native, sandboxed wasm, HTTP webhook.
     Dispatch(DispatchArgs),
+    /// Time to load a plugin: compiled from its bytes, and precompiled.
+    Load(LoadArgs),
     /// N parents with K children each, from creation to converged.
     Converge(ConvergeArgs),
 }
@@ -38,6 +40,23 @@ pub struct DispatchArgs {
     #[arg(long)]
     chart_dir: Option<PathBuf>,
     /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Timed precompiled loads per plugin.
+    #[arg(long, default_value_t = 50)]
+    loads: usize,
+    /// Timed compiling loads per plugin.
+    #[arg(long, default_value_t = 3)]
+    compiles: usize,
+    /// Also the JavaScript, Python, C and Go builds of memcached (builds
+    /// them; needs node/npm, Python, clang and Go).
+    #[arg(long)]
+    polyglot: bool,
+    /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
 }
@@ -87,6 +106,7 @@ pub struct ConvergeArgs {
 pub fn run(command: BenchCommand) -> ExitCode {
     let result = match command {
         BenchCommand::Dispatch(args) => run_dispatch(&args),
+        BenchCommand::Load(args) => run_load(&args),
         BenchCommand::Converge(args) => run_converge(&args),
     };
     match result {
@@ -107,21 +127,14 @@ fn run_dispatch(args: &DispatchArgs) -> anyhow::Result<()> {
         Ok(runtime.load_reconciler(name, &bytes)?)
     };
     let plugin = load("memcached")?;
-    let mut others = Vec::new();
-    if args.polyglot {
-        for name in [
-            "memcached-js",
-            "memcached-py",
-            "memcached-c",
-            "memcached-go",
-        ] {
-            let dir = crate::dev::example_dir(name);
-            let path =
-                crate::toolchain::build_any(&dir, &crate::toolchain::BuildOptions::default())?;
-            let bytes = std::fs::read(&path)?;
-            others.push(runtime.load_reconciler(name, &bytes)?);
-        }
-    }
+    let others = if args.polyglot {
+        polyglot_memcached()?
+            .iter()
+            .map(|(name, bytes)| runtime.load_reconciler(name, bytes))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        Vec::new()
+    };
     let plan = dispatch::DispatchPlan {
         sizes,
         calls: args.calls,
@@ -138,6 +151,46 @@ fn run_dispatch(args: &DispatchArgs) -> anyhow::Result<()> {
         for file in chart::dispatch(&results, dir)? {
             eprintln!("wrote {}", file.display());
         }
+    }
+    Ok(())
+}
+
+/// The JavaScript, Python, C and Go builds of memcached, built now: (name,
+/// component bytes).
+fn polyglot_memcached() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    [
+        "memcached-js",
+        "memcached-py",
+        "memcached-c",
+        "memcached-go",
+    ]
+    .into_iter()
+    .map(|name| {
+        let dir = crate::dev::example_dir(name);
+        let path = crate::toolchain::build_any(&dir, &crate::toolchain::BuildOptions::default())?;
+        Ok((name.to_string(), std::fs::read(&path)?))
+    })
+    .collect()
+}
+
+fn run_load(args: &LoadArgs) -> anyhow::Result<()> {
+    let mut plugins = ["memcached", "fanout"]
+        .into_iter()
+        .map(|name| Ok((name.to_string(), crate::toolchain::example_plugin(name)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if args.polyglot {
+        plugins.extend(polyglot_memcached()?);
+    }
+    let cache = tempfile::tempdir()?;
+    let plan = load::LoadPlan {
+        loads: args.loads,
+        compiles: args.compiles,
+    };
+    let rows = load::run(&plan, &plugins, cache.path())?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{}", crate::bench::render_plain(&rows));
     }
     Ok(())
 }

@@ -94,6 +94,16 @@ impl ComponentCache {
         Ok(component)
     }
 
+    /// Drop `digest` from the memory cache; the disk cache keeps it, so the
+    /// next load of it is a precompiled load.
+    pub fn forget(&self, digest: &str) {
+        let mut memory = self.memory.lock().unwrap();
+        let (map, order) = &mut *memory;
+        if map.remove(digest).is_some() {
+            order.retain(|d| d != digest);
+        }
+    }
+
     fn compile(
         &self,
         engine: &Engine,

@@ -190,6 +190,13 @@ impl Runtime {
         ConverterPlugin::new(self.clone(), name, digest, &component).map(Arc::new)
     }
 
+    /// Forget the compiled component of `digest` held in memory (the disk
+    /// cache, if any, keeps it): its next load reads the disk cache, or
+    /// compiles without one.
+    pub fn forget_compiled(&self, digest: &str) {
+        self.inner.cache.forget(digest);
+    }
+
     /// The component of `bytes` and its digest: compiled, unless the digest
     /// is cached.
     fn compile(
