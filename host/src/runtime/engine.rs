@@ -62,6 +62,13 @@ fn base_config() -> Config {
     // host's deadline timer can drop, not a blocked thread.
     let mut config = Config::new();
     config.wasm_component_model(true);
+    // Plugins export plain (non-async) WIT functions. Without this, every
+    // store sets up the component-model-async machinery: each call goes
+    // through its task queue, and dropping the store disposes of a worker
+    // fiber by building an error, which captures a backtrace whenever
+    // RUST_BACKTRACE is set (a third of a call's time in `perf`, see
+    // docs/benchmarks.md).
+    config.concurrency_support(false);
     config.epoch_interruption(true);
     config.cranelift_opt_level(OptLevel::Speed);
     config
@@ -156,4 +163,29 @@ pub fn deadline_ticks(deadline: Duration) -> u64 {
     u64::try_from(deadline.as_nanos().div_ceil(tick))
         .unwrap_or(u64::MAX)
         .max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engines_leave_component_model_async_off() {
+        for pooling in [true, false] {
+            let settings = EngineSettings {
+                max_concurrent_calls: 2,
+                max_memory_bytes: 16 << 20,
+                pooling,
+            };
+            let (engine, _) = build_engine(&settings).expect("engine");
+            assert!(!engine.get_concurrency_support(), "pooling: {pooling}");
+        }
+    }
+
+    #[test]
+    fn deadlines_round_up_to_whole_ticks() {
+        assert_eq!(deadline_ticks(Duration::ZERO), 1);
+        assert_eq!(deadline_ticks(EPOCH_TICK), 1);
+        assert_eq!(deadline_ticks(EPOCH_TICK + Duration::from_nanos(1)), 2);
+    }
 }
