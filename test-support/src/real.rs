@@ -182,3 +182,55 @@ impl Drop for RealCluster {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+
+    use super::*;
+    use crate::Backend;
+
+    fn etcd_port(dir: &Path) -> u16 {
+        let port = std::fs::read_to_string(dir.join("ports/etcd-client")).expect("etcd port");
+        port.trim().parse().expect("a port number")
+    }
+
+    /// A port taken between the pick and etcd's bind moves a first start to
+    /// new ports; a restart keeps its ports and fails instead.
+    #[test]
+    fn a_taken_port_moves_a_first_start_but_not_a_restart() {
+        if Backend::Real.skip() {
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let taken = TcpListener::bind("127.0.0.1:0").expect("listener");
+        let taken_port = taken.local_addr().expect("address").port();
+        std::fs::create_dir_all(dir.path().join("ports")).expect("ports dir");
+        std::fs::write(dir.path().join("ports/etcd-client"), taken_port.to_string())
+            .expect("write port");
+
+        let cluster = RealCluster::start(dir.path()).expect("starts on new ports");
+        let port = etcd_port(dir.path());
+        assert_ne!(port, taken_port);
+
+        cluster.kill(Component::Etcd);
+        // The killed etcd's connections may hold the port for a moment.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let _squatter = loop {
+            match TcpListener::bind(("127.0.0.1", port)) {
+                Ok(listener) => break listener,
+                Err(e) if Instant::now() < deadline => {
+                    eprintln!("etcd's port {port} not free yet: {e}");
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => panic!("etcd's port {port} stays taken: {e}"),
+            }
+        };
+        let error = cluster.restart().expect_err("etcd's port is taken");
+        assert!(
+            format!("{error:#}").contains("address already in use"),
+            "{error:#}"
+        );
+        assert_eq!(etcd_port(dir.path()), port, "a restart keeps its ports");
+    }
+}
