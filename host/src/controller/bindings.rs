@@ -28,7 +28,7 @@ use super::context::{BindingContext, Current, KindInfo, controller_owner};
 use super::reconcile::{error_policy, reconcile};
 use super::rollout::ShadowReport;
 use super::watches::{CacheTask, Watches};
-use super::{Metrics, OperatorOptions, Shared};
+use super::{Metrics, OperatorOptions, ReconcileError, Shared};
 use crate::binding::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
 use crate::binding::source::{Fetcher, SourceSpec};
 use crate::recorder::Recorder;
@@ -561,11 +561,9 @@ async fn let_go_of_parents(ctx: &BindingContext) {
         .for_each_concurrent(LET_GO_CONCURRENCY, |parent| {
             let (finalizer, digest) = (&finalizer, &digest);
             async move {
-                if let Err(e) =
-                    super::finalizer::release(ctx, &parent, finalizer, "was deleted").await
-                {
-                    tracing::warn!(binding = %ctx.name, error = %e, "could not remove the finalizer of a parent");
-                }
+                let Some(parent) = release_fresh(ctx, &parent, finalizer).await else {
+                    return;
+                };
                 let outcome = super::status::Outcome {
                     plugin_status: None,
                     conditions: &[],
@@ -579,6 +577,44 @@ async fn let_go_of_parents(ctx: &BindingContext) {
             }
         })
         .await;
+}
+
+/// Tries at removing a deleted binding's finalizer from one parent.
+const LET_GO_ATTEMPTS: usize = 5;
+
+/// Remove `finalizer` from the live `parent`, read afresh from the API
+/// server: the binding's caches stop with it and may miss its last
+/// reconcile's writes (the finalizer it just added, a newer
+/// resourceVersion), and nothing would remove the finalizer later. A
+/// conflict reads it again. The parent as last read, `None` when it is gone
+/// or could not be read.
+async fn release_fresh(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    finalizer: &str,
+) -> Option<DynamicObject> {
+    let api = ctx.parent.api(&ctx.client, parent.namespace().as_deref());
+    let name = parent.name_any();
+    let mut attempts = 0;
+    loop {
+        let live = match api.get_opt(&name).await {
+            Ok(live) => live?,
+            Err(e) => {
+                tracing::warn!(binding = %ctx.name, parent = %name, error = %e, "could not read a parent to remove its finalizer");
+                return None;
+            }
+        };
+        attempts += 1;
+        match super::finalizer::release(ctx, &live, finalizer, "was deleted").await {
+            Err(ReconcileError::Kube(kube::Error::Api(e)))
+                if e.code == 409 && attempts < LET_GO_ATTEMPTS => {}
+            Err(e) => {
+                tracing::warn!(binding = %ctx.name, parent = %name, error = %e, "could not remove the finalizer of a parent");
+                return Some(live);
+            }
+            Ok(()) => return Some(live),
+        }
+    }
 }
 
 /// A child event → its controller parent (and note why).
