@@ -40,6 +40,7 @@ async fn tier_runs(env: &Env, backend: Backend, name: &str, replicas: usize) {
                 .await
                 .unwrap();
         }
+        Backend::Node => unreachable!("#[backends] runs embedded and real"),
         Backend::Real => {
             let pods = env.api("v1", "Pod", "pods", Some("default"));
             let component = name.trim_start_matches("gb-");

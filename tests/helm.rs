@@ -153,7 +153,18 @@ fn sharding_and_leader_election() {
         }
     }
 
+    // A rolling update keeps a Ready Pod (a standby until the Lease is
+    // released) all through an upgrade.
+    assert_eq!(
+        deployments[0]["spec"]["strategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
+    );
+
     let docs = documents(&helm.template(&["--set", "leaderElection.enabled=false"]));
+    assert_eq!(
+        all(&docs, "Deployment")[0]["spec"]["strategy"],
+        json!({"type": "Recreate"})
+    );
     let args = args_of(all(&docs, "Deployment")[0]);
     assert!(
         !args

@@ -647,6 +647,7 @@ async fn replicas_run(env: &Env, backend: Backend, ready: usize) {
                 .await
                 .unwrap();
         }
+        Backend::Node => unreachable!("#[backends] runs embedded and real"),
         Backend::Real => {
             let pods = env.api("v1", "Pod", "pods", Some("default"));
             let running = json!({"status": {"phase": "Running",

@@ -106,6 +106,7 @@ async fn converge_reports_phases_side_by_side_and_a_resync_writes_nothing(backen
     // the real one: the bench runs against a cluster by its kubeconfig.
     let cluster = match backend {
         Backend::Embedded => None,
+        Backend::Node => unreachable!("#[backends] runs embedded and real"),
         Backend::Real => Some(Cluster::start(backend).await),
     };
     let kubeconfig = cluster

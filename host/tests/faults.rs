@@ -81,6 +81,7 @@ impl Server {
                     kubeconfig,
                 }
             }
+            Backend::Node => unreachable!("#[backends] runs embedded and real"),
             Backend::Real => Server::Real(RealCluster::start(&dir.join("cluster")).unwrap()),
         }
     }

@@ -2,10 +2,12 @@
 //! real control plane (etcd, kube-apiserver, kube-controller-manager built
 //! from Go modules by `scripts/real-cluster`).
 //!
-//! `GANTRY_TEST_BACKEND=embedded|real|both` (default `both`) chooses. Each
-//! test marked [`backends`] becomes two tests, `NAME::embedded`
-//! and `NAME::real`; the one whose backend is not chosen passes at once and
-//! says so on stderr.
+//! `GANTRY_TEST_BACKEND=embedded|real|node|both|all` (default `all`;
+//! `both` is embedded and real) chooses. Each test marked [`backends`]
+//! becomes two tests, `NAME::embedded` and `NAME::real`; the one whose
+//! backend is not chosen passes at once and says so on stderr. The `node`
+//! backend is a real control plane with a real node ([`NodeCluster`]), on
+//! which the in-cluster suite runs the operator as a Pod.
 //!
 //! `GANTRY_TEST_RECORD=DIR` puts a recording proxy in front of every
 //! embedded server a test starts: the test's kubeconfig and client then
@@ -14,6 +16,7 @@
 
 pub mod backup_service;
 pub mod differential;
+mod node;
 mod real;
 mod tls;
 
@@ -22,6 +25,7 @@ use std::path::{Path, PathBuf};
 use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
 
 pub use gantry_test_macros::backends;
+pub use node::NodeCluster;
 pub use real::{Component, RealCluster};
 pub use tls::https_connector;
 
@@ -32,6 +36,9 @@ pub enum Backend {
     Embedded,
     /// A real control plane, one per test, on loopback.
     Real,
+    /// A real control plane with a real node, shared by the tests of one
+    /// process.
+    Node,
 }
 
 impl Backend {
@@ -40,17 +47,23 @@ impl Backend {
         match self {
             Backend::Embedded => "embedded",
             Backend::Real => "real",
+            Backend::Node => "node",
         }
     }
 
     /// Whether `GANTRY_TEST_BACKEND` chooses this backend. Anything but
-    /// `embedded`, `real`, `both` or unset is a mistake worth stopping for.
+    /// `embedded`, `real`, `node`, `both`, `all` or unset is a mistake
+    /// worth stopping for.
     pub fn chosen(self) -> bool {
         match std::env::var("GANTRY_TEST_BACKEND").as_deref() {
-            Err(_) | Ok("" | "both") => true,
+            Err(_) | Ok("" | "all") => true,
+            Ok("both") => self != Backend::Node,
             Ok("embedded") => self == Backend::Embedded,
             Ok("real") => self == Backend::Real,
-            Ok(other) => panic!("GANTRY_TEST_BACKEND={other}: expected embedded, real or both"),
+            Ok("node") => self == Backend::Node,
+            Ok(other) => {
+                panic!("GANTRY_TEST_BACKEND={other}: expected embedded, real, node, both or all")
+            }
         }
     }
 
@@ -59,7 +72,7 @@ impl Backend {
         let skip = !self.chosen();
         if skip {
             eprintln!(
-                "not run on the {} backend: GANTRY_TEST_BACKEND chooses the other",
+                "not run on the {} backend: GANTRY_TEST_BACKEND chooses another",
                 self.name()
             );
         }
@@ -119,6 +132,7 @@ impl Cluster {
                 std::fs::copy(real.kubeconfig(), &kubeconfig).expect("kubeconfig");
                 Server::Real(real)
             }
+            Backend::Node => panic!("the node backend is shared: use NodeCluster::shared()"),
         };
         let mut cluster = Cluster {
             backend,

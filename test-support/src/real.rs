@@ -46,7 +46,7 @@ fn alive(pid: &str) -> bool {
     })
 }
 
-fn script() -> PathBuf {
+pub(crate) fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/real-cluster")
 }
 

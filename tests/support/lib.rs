@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub mod deployed;
 pub mod sources;
 pub mod tools;
 

@@ -1,0 +1,108 @@
+//! A real control plane with a real node (`scripts/real-cluster up --node`),
+//! shared by the tests of one process: starting a node costs seconds and the
+//! kubelet's fixed paths allow one per machine. Tests that share it keep to
+//! their own namespaces and releases, and take [`NodeCluster::exclusive`]
+//! while they run so that their timings do not disturb each other.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use crate::real::script;
+
+/// The shared cluster with a node, brought down (and its directory
+/// removed) by the script's watcher when the test process exits.
+pub struct NodeCluster {
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+static SHARED: OnceLock<NodeCluster> = OnceLock::new();
+static EXCLUSIVE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Run `scripts/real-cluster ARGS...`; its stdout.
+fn real_cluster(args: &[&str]) -> anyhow::Result<String> {
+    let output = Command::new("bash")
+        .arg(script())
+        .args(args)
+        .env("GANTRY_CLUSTER_OWNER_PID", std::process::id().to_string())
+        .env("GANTRY_CLUSTER_REMOVE_WITH_OWNER", "1")
+        .output()
+        .context("running scripts/real-cluster")?;
+    if !output.status.success() {
+        bail!(
+            "scripts/real-cluster {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+impl NodeCluster {
+    /// The process's cluster with a node, started on first use (blocking:
+    /// call it from `spawn_blocking` or before the runtime is busy).
+    pub fn shared() -> &'static NodeCluster {
+        SHARED.get_or_init(|| {
+            let dir = tempfile::Builder::new()
+                .prefix("gantry-node-")
+                .tempdir()
+                .expect("temp dir")
+                .keep();
+            let stdout = real_cluster(&["up", "--node", dir.to_str().expect("UTF-8 path")])
+                .expect("a control plane with a node starts");
+            let kubeconfig = stdout.lines().last().expect("a kubeconfig").into();
+            NodeCluster { dir, kubeconfig }
+        })
+    }
+
+    /// Held while a test uses the cluster, so that tests run one at a time.
+    pub async fn exclusive() -> tokio::sync::MutexGuard<'static, ()> {
+        EXCLUSIVE.lock().await
+    }
+
+    /// The admin kubeconfig.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// Where the cluster keeps its state and logs.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// An admin client.
+    pub async fn client(&self) -> kube::Client {
+        crate::client_for(&self.kubeconfig)
+            .await
+            .expect("a client of the node cluster")
+    }
+
+    /// Import an OCI image archive into the node's containerd; the image's
+    /// name as the kubelet finds it.
+    pub fn load(&self, archive: &Path) -> anyhow::Result<String> {
+        let name = real_cluster(&[
+            "load",
+            self.dir.to_str().expect("UTF-8 path"),
+            archive.to_str().expect("UTF-8 path"),
+        ])?;
+        Ok(name.trim().to_string())
+    }
+
+    /// The API server's audit events so far (writes, at Metadata level; see
+    /// tests/kube/audit-policy.yaml), oldest first.
+    pub fn audit_events(&self) -> Vec<Value> {
+        let Ok(file) = std::fs::File::open(self.dir.join("audit.log")) else {
+            return Vec::new();
+        };
+        std::io::BufReader::new(file)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|line| serde_json::from_str(&line).ok())
+            .collect()
+    }
+}
