@@ -6,7 +6,9 @@
 //! (static, built for the image's architecture, and it runs). deploy/Dockerfile
 //! must describe the same image. The multi-arch image (an index of amd64 and
 //! arm64) costs a cross build of gantry and is built only with
-//! `GANTRY_TEST_MULTIARCH=1`.
+//! `GANTRY_TEST_MULTIARCH=1`. The offline build (`scripts/image build
+//! --tar`) must write the same image, as an OCI layout tar named for
+//! containerd's `ctr images import`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -282,6 +284,98 @@ async fn image_is_built_and_pushed_without_docker() {
     );
     let dockerfile = std::fs::read_to_string(repo_root().join("deploy/Dockerfile")).unwrap();
     assert!(dockerfile.contains("scripts/image rootfs /rootfs \"$binary\""));
+
+    // Offline, from the binary just built: the same image as an OCI archive.
+    let config_digest = read_json(&dir.path().join("manifest.json"))["config"]["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    check_archive(dir.path(), digest, &config_digest);
+}
+
+/// `scripts/image build --tar` for the short name `gantry:test`: a tar of an
+/// OCI image layout (read with GNU tar and serde, not go-containerregistry)
+/// whose one index entry carries the names `ctr images import` reads, the
+/// fully qualified name and the tag; its manifest is `pushed_digest`'s
+/// (same layer, same config) and its config blob is the pushed config's
+/// bytes (in `dir/config.json`, digest `config_digest`).
+fn check_archive(dir: &Path, pushed_digest: &str, config_digest: &str) {
+    let archive = dir.join("gantry.tar");
+    let out = run(Command::new(repo_root().join("scripts/image")).args([
+        "build",
+        "--profile",
+        "image-ci",
+        "--name",
+        "gantry:test",
+        "--tar",
+        archive.to_str().unwrap(),
+    ]));
+    let full = "docker.io/library/gantry:test";
+    assert_eq!(
+        out.lines().last(),
+        Some(format!("{full}@{pushed_digest}").as_str())
+    );
+
+    let layout = dir.join("layout");
+    std::fs::create_dir(&layout).unwrap();
+    let listing = run(Command::new("tar")
+        .env("TZ", "UTC")
+        .args([
+            "--list",
+            "--verbose",
+            "--numeric-owner",
+            "--full-time",
+            "--file",
+        ])
+        .arg(&archive));
+    for line in listing.lines() {
+        assert!(
+            line.contains(" 0/0 ") && line.contains(" 1970-01-01 "),
+            "{line}"
+        );
+    }
+    run(Command::new("tar")
+        .args(["--extract", "--file"])
+        .arg(&archive)
+        .arg("--directory")
+        .arg(&layout));
+    assert_eq!(
+        read_json(&layout.join("oci-layout")),
+        json!({"imageLayoutVersion": "1.0.0"})
+    );
+    let index = read_json(&layout.join("index.json"));
+    let manifests = index["manifests"].as_array().unwrap();
+    assert_eq!(manifests.len(), 1, "{index}");
+    let entry = &manifests[0];
+    assert_eq!(entry["mediaType"], OCI_MANIFEST);
+    assert_eq!(entry["digest"], pushed_digest);
+    assert_eq!(
+        entry["annotations"],
+        json!({
+            "io.containerd.image.name": full,
+            "org.opencontainers.image.ref.name": "test",
+        })
+    );
+    assert_eq!(
+        entry["platform"],
+        json!({"os": "linux", "architecture": "amd64"})
+    );
+
+    // Every blob is where its digest says; the config is the pushed one.
+    let blob = |digest: &str| {
+        let path = layout.join("blobs").join(digest.replacen(':', "/", 1));
+        assert_eq!(sha256_of(&path), digest);
+        path
+    };
+    let manifest = read_json(&blob(pushed_digest));
+    assert_eq!(manifest["config"]["digest"], config_digest);
+    assert_eq!(
+        std::fs::read(blob(config_digest)).unwrap(),
+        std::fs::read(dir.join("config.json")).unwrap()
+    );
+    for layer in manifest["layers"].as_array().unwrap() {
+        blob(layer["digest"].as_str().unwrap());
+    }
 }
 
 /// `--platform linux/amd64,linux/arm64`: the tag is an index of one image per
