@@ -73,6 +73,7 @@ build_node() {
     log "building kubelet, kube-proxy and kube-scheduler"
     local started=$SECONDS
     rm -rf "$cache/node-tmp"
+    mkdir -p "$cache/node-tmp"
     (cd "$module" && GOFLAGS=-mod=readonly CGO_ENABLED=0 \
       go build -trimpath -ldflags "$ldflags" -o "$cache/node-tmp/" \
       ./kubelet ./kube-proxy ./kube-scheduler)
@@ -181,6 +182,7 @@ write_node_config() {
       "type": "bridge",
       "bridge": "$node_bridge",
       "isGateway": true,
+      "isDefaultGateway": true,
       "ipMasq": false,
       "hairpinMode": true,
       "ipam": {
@@ -281,6 +283,9 @@ EOF
 # up already, bound to $node_ip.
 start_node() {
   local dir=$1 sandbox_image=$2
+  # What containerd and the kubelet create (image roots, volumes) must be
+  # readable by non-root containers whatever umask this script was given.
+  umask 022
   for p in kubelet-healthz kube-proxy-healthz kube-proxy-metrics; do
     [ -f "$dir/ports/$p" ] || free_port >"$dir/ports/$p"
   done
@@ -374,13 +379,19 @@ remove_cgroups() {
 }
 
 # Unmount everything under the node's directories and the kubelet's fixed
-# paths, deepest first.
+# paths, deepest first, in passes: the kubelet bind-mounts its root onto
+# itself at each start, so mounts can be stacked.
 unmount_node() {
-  local dir=$1 target
-  awk '{print $2}' /proc/self/mounts | grep -E "^($dir/node/|/run/containerd/|/var/lib/kubelet/|/run/netns/cni-)" |
-    sort -r | while read -r target; do
+  local dir=$1 pattern pass targets
+  pattern="^($dir/node/|/run/containerd/|/var/lib/kubelet/|/run/netns/cni-)"
+  for pass in 1 2 3 4 5 6 7 8; do
+    targets=$(awk '{print $2}' /proc/self/mounts | grep -E "$pattern" | sort -r) || return 0
+    [ -n "$targets" ] || return 0
+    while read -r target; do
       umount -l "$target" 2>/dev/null || true
-    done
+    done <<<"$targets"
+  done
+  log "still mounted after $pass passes: $targets"
 }
 
 # Delete the iptables chains the node's components made (KUBE-*, CNI-*) and
@@ -415,10 +426,18 @@ if chains or jumps:
 down_node() {
   local dir=$1
   [ -d "$dir/node" ] || return 0
-  local name pid
+  local name
   for name in kubelet kube-proxy kube-scheduler; do
     stop_component "$dir" "$name"
   done
+  if [ -f "$node_lock" ] && [ "$(cat "$node_lock")" != "$dir" ]; then
+    # The machine's node is another directory's now: stop what is this
+    # one's and leave the shared state (bridge, chains, sysctls) to it.
+    pkill -KILL -f "containerd-shim-runc-v2 .*-address $dir/node/containerd.sock" || true
+    stop_component "$dir" containerd
+    unmount_node "$dir"
+    return 0
+  fi
   kill_pods "$dir"
   stop_component "$dir" containerd
   unmount_node "$dir"
