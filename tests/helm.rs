@@ -222,6 +222,81 @@ fn policies_otlp_and_digest() {
     assert!(all(&plain, "Service").len() == 1);
 }
 
+/// Policies without `policies.certSecret`: the operator keeps the
+/// certificates in `<fullname>-webhook-cert`, with rights on that Secret
+/// alone (and create, which RBAC cannot limit by name, in the release
+/// namespace), and pods roll one at a time so a webhook always answers.
+/// With `certSecret` none of it: the files of the user's Secret.
+#[test]
+fn generated_webhook_certificates_get_their_secret_and_nothing_more() {
+    let helm = Helm::new();
+    let docs = documents(&helm.template(&[
+        "--set",
+        "policies.enabled=true",
+        "--set",
+        "replicas=2",
+        "--set",
+        "bindingsNamespace=gantry-bindings",
+    ]));
+    let d = named(&docs, "Deployment", "gantry");
+    let args = args_of(d);
+    assert!(
+        args.contains(&"--webhook-cert-secret=gantry-system/gantry-webhook-cert".to_string()),
+        "{args:?}"
+    );
+    assert!(!args.iter().any(|a| a.starts_with("--webhook-cert=")));
+    assert_eq!(
+        d["spec"]["strategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
+    );
+    let role = named(&docs, "Role", "gantry-webhook-cert");
+    assert_eq!(role["metadata"]["namespace"], "gantry-system");
+    assert_eq!(
+        role["rules"],
+        json!([
+            {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["gantry-webhook-cert"],
+                "verbs": ["get", "list", "watch", "update", "patch"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        ])
+    );
+    let binding = named(&docs, "RoleBinding", "gantry-webhook-cert");
+    assert_eq!(binding["roleRef"]["name"], "gantry-webhook-cert");
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "gantry", "namespace": "gantry-system"}])
+    );
+    // No other rule names Secrets.
+    for role in all(&docs, "Role")
+        .into_iter()
+        .chain(all(&docs, "ClusterRole"))
+    {
+        if role["metadata"]["name"] != "gantry-webhook-cert" {
+            assert!(!role.to_string().contains("secrets"), "{role}");
+        }
+    }
+
+    let docs = documents(&helm.template(USER_VALUES));
+    assert!(
+        !docs
+            .iter()
+            .any(|d| d["metadata"]["name"] == "gantry-webhook-cert"),
+        "no Role for a Secret the operator does not keep"
+    );
+    let args = args_of(named(&docs, "Deployment", "gantry-shard-0"));
+    assert!(!args.iter().any(|a| a.starts_with("--webhook-cert-secret")));
+    // Without leader election a surge would run two reconcilers.
+    let docs = documents(&helm.template(&[
+        "--set",
+        "policies.enabled=true",
+        "--set",
+        "leaderElection.enabled=false",
+    ]));
+    assert_eq!(
+        named(&docs, "Deployment", "gantry")["spec"]["strategy"],
+        json!({"type": "Recreate"})
+    );
+}
+
 /// `converters`: each CRD's rules in the ClusterRole, and a clear refusal
 /// without the webhook server they are served on.
 #[test]

@@ -95,7 +95,7 @@ impl Cluster {
                 name: "gantry-policies".into(),
                 reach: gantry::webhook::reach::Reach {
                     base_url: base_url.clone(),
-                    ca_pem: certificate.ca_pem.clone(),
+                    ca_pem: certificate.ca_pem.clone().into(),
                     service: None,
                 },
                 exclude_namespaces: vec![NS.into()],

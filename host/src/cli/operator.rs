@@ -521,7 +521,7 @@ async fn operate(
     });
     // Webhooks have call slots of their own: reconciles that sleep to
     // their deadline on every slot never make a webhook wait.
-    super::webhook::start_webhooks(
+    let certificate_served = super::webhook::start_webhooks(
         &client,
         &runtime.with_own_slots(),
         &args.namespace,
@@ -534,6 +534,9 @@ async fn operate(
         },
     )
     .await?;
+    if let Some(served) = certificate_served {
+        options.readiness.set_webhook_certificate(served);
+    }
     options.policies = served.policies;
     options.readiness.set_policies(options.policies.clone());
     if let Some(expected) = dev {

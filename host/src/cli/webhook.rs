@@ -6,15 +6,21 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use tokio::sync::watch;
 
 use crate::conversion::{self, Converters};
 use crate::policy::sync::{SyncOptions, run_sync};
 use crate::policy::{Policies, manager};
 use crate::runtime::Runtime;
-use crate::webhook::reach::{Reach, ServiceRef};
+use crate::webhook::reach::{CaBundle, Reach, ServiceRef};
+use crate::webhook::reload::ReloadingCert;
+use crate::webhook::renewal::Lifetimes;
+use crate::webhook::rotator::{self, SecretRef};
 use crate::webhook::{server, tls};
 
 /// What the webhook server serves.
@@ -34,7 +40,8 @@ pub struct WebhookArgs {
     #[arg(long)]
     webhook_listen: Option<String>,
     /// PEM certificate chain of the webhook server (with --webhook-key);
-    /// without both, a CA and a certificate are generated at start.
+    /// without both (or --webhook-cert-secret), a CA and a certificate are
+    /// generated at start, for this process alone.
     #[arg(long, requires = "webhook_key")]
     webhook_cert: Option<PathBuf>,
     /// PEM private key of the webhook server.
@@ -44,6 +51,21 @@ pub struct WebhookArgs {
     /// last certificate).
     #[arg(long, requires = "webhook_cert")]
     webhook_ca: Option<PathBuf>,
+    /// Keep the webhook server's CA and certificate in this Secret
+    /// (`namespace/name`, type kubernetes.io/tls), shared by every replica:
+    /// created when missing, renewed before it expires, served as it
+    /// changes; its ca.crt is the caBundle that
+    /// --sync-webhook-configurations writes.
+    #[arg(long, conflicts_with_all = ["webhook_cert", "webhook_key", "webhook_ca"])]
+    webhook_cert_secret: Option<SecretRef>,
+    /// Validity of the serving certificates made for --webhook-cert-secret,
+    /// in seconds (for tests; default 90 days).
+    #[arg(long, hide = true, requires = "webhook_cert_secret")]
+    webhook_cert_lifetime_secs: Option<u64>,
+    /// Validity of the CAs made for --webhook-cert-secret, in seconds (for
+    /// tests; default ten years).
+    #[arg(long, hide = true, requires = "webhook_cert_secret")]
+    webhook_ca_lifetime_secs: Option<u64>,
     /// Write the CA bundle (PEM) here, for webhook configurations kept by
     /// other means.
     #[arg(long)]
@@ -73,14 +95,43 @@ pub struct WebhookArgs {
     webhook_configuration_name: String,
 }
 
-/// A future that completes when `rx` says so; one per task.
 impl WebhookArgs {
     /// Name of the two webhook configurations.
     pub fn configuration_name(&self) -> &str {
         &self.webhook_configuration_name
     }
+
+    /// The lifetimes of certificates made for --webhook-cert-secret.
+    fn lifetimes(&self) -> anyhow::Result<Lifetimes> {
+        let defaults = Lifetimes::default();
+        let secs = |flag: Option<u64>, default: Duration| flag.map_or(default, Duration::from_secs);
+        Lifetimes::new(
+            secs(self.webhook_ca_lifetime_secs, defaults.ca),
+            secs(self.webhook_cert_lifetime_secs, defaults.serving),
+        )
+        .map_err(anyhow::Error::msg)
+    }
+
+    /// The DNS names and IPs a generated certificate names, for a server
+    /// listening on `addr`.
+    fn hosts(&self, addr: SocketAddr) -> Vec<String> {
+        let mut hosts = Vec::new();
+        if let Some(service) = &self.webhook_service {
+            hosts.extend(service.dns_names());
+        }
+        hosts.extend(self.webhook_host.iter().cloned());
+        hosts.extend(self.webhook_url.as_deref().and_then(url_host));
+        if !addr.ip().is_unspecified() {
+            hosts.push(addr.ip().to_string());
+        }
+        hosts.extend(["127.0.0.1".to_string(), "localhost".to_string()]);
+        let mut seen = std::collections::HashSet::new();
+        hosts.retain(|h| seen.insert(h.clone()));
+        hosts
+    }
 }
 
+/// A future that completes when `rx` says so; one per task.
 async fn stopped(mut rx: tokio::sync::watch::Receiver<bool>) {
     let _ = rx.wait_for(|stop| *stop).await;
 }
@@ -100,7 +151,8 @@ fn url_host(url: &str) -> Option<String> {
 /// `namespace` (remote components fetched as `sources` say), putting what
 /// they load into `served`; and as `args` (and `local`, for `gantry dev`)
 /// say the webhook server and the syncs. All stop when `shutdown`
-/// completes.
+/// completes. With --webhook-cert-secret: whether the Secret's certificate
+/// is served yet (readiness waits for it).
 #[allow(clippy::too_many_arguments)] // each is a separate setting of the operator
 pub async fn start_webhooks(
     client: &kube::Client,
@@ -111,7 +163,7 @@ pub async fn start_webhooks(
     local: bool,
     served: &Served,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<watch::Receiver<bool>>> {
     let policies = served.policies.clone();
     let converters = served.converters.clone();
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -167,33 +219,56 @@ pub async fn start_webhooks(
             !sync,
             "--sync-webhook-configurations needs the webhook server: add --webhook-listen"
         );
-        return Ok(());
+        anyhow::ensure!(
+            args.webhook_cert_secret.is_none(),
+            "--webhook-cert-secret needs the webhook server: add --webhook-listen"
+        );
+        return Ok(None);
     };
     let addr: SocketAddr = listen
         .parse()
         .with_context(|| format!("--webhook-listen {listen:?}"))?;
-    let certificate = if let (Some(cert), Some(key)) = (&args.webhook_cert, &args.webhook_key) {
-        tls::from_files(cert, key, args.webhook_ca.as_deref())?
+    let (tls_config, ca_bundle, certificate_served) = if let Some(secret) =
+        &args.webhook_cert_secret
+    {
+        let reloading = Arc::new(ReloadingCert::default());
+        let (ca_tx, ca_rx) = watch::channel(String::new());
+        let settings = rotator::Settings {
+            hosts: args.hosts(addr),
+            lifetimes: args.lifetimes()?,
+            cert: reloading.clone(),
+            ca_bundle: ca_tx,
+        };
+        tokio::spawn(rotator::run(
+            client.clone(),
+            secret.clone(),
+            settings,
+            stopped(stop_rx.clone()),
+        ));
+        let served = reloading.loaded();
+        (
+            reloading.server_config()?,
+            CaBundle::follow(ca_rx),
+            Some(served),
+        )
     } else {
-        let mut hosts = args.webhook_host.clone();
-        hosts.extend(args.webhook_url.as_deref().and_then(url_host));
-        if let Some(service) = &args.webhook_service {
-            hosts.extend(service.dns_names());
-        }
-        if !addr.ip().is_unspecified() {
-            hosts.push(addr.ip().to_string());
-        }
-        hosts.extend(["127.0.0.1".to_string(), "localhost".to_string()]);
-        hosts.dedup();
-        tls::self_signed(&hosts)?
+        let certificate = if let (Some(cert), Some(key)) = (&args.webhook_cert, &args.webhook_key) {
+            tls::from_files(cert, key, args.webhook_ca.as_deref())?
+        } else {
+            tls::self_signed(&args.hosts(addr))?
+        };
+        (
+            tls::server_config(&certificate)?,
+            CaBundle::from(certificate.ca_pem),
+            None,
+        )
     };
     if let Some(path) = &args.webhook_ca_out {
-        std::fs::write(path, &certificate.ca_pem)
-            .with_context(|| format!("writing the CA bundle to {}", path.display()))?;
+        write_ca_bundle(path.clone(), ca_bundle.clone(), stopped(stop_rx.clone()))?;
     }
     let routes = crate::policy::server::router(policies.clone())
         .merge(conversion::server::router(converters.clone()));
-    let webhooks = server::serve(addr, tls::server_config(&certificate)?, routes)
+    let webhooks = server::serve(addr, tls_config, routes)
         .await
         .with_context(|| format!("serving webhooks on {addr}"))?;
     let base_url = args.webhook_url.clone().unwrap_or_else(|| {
@@ -218,27 +293,65 @@ pub async fn start_webhooks(
     if sync {
         let reach = Reach {
             base_url,
-            ca_pem: certificate.ca_pem.clone(),
+            ca_pem: ca_bundle,
             service: args.webhook_service.clone(),
         };
-        tokio::spawn(conversion::sync::run_sync(
-            client.clone(),
-            converters,
-            reach.clone(),
-            stopped(stop_rx.clone()),
-        ));
         let options = SyncOptions {
             name: args.webhook_configuration_name.clone(),
-            reach,
+            reach: reach.clone(),
             exclude_namespaces: vec![namespace.to_string()],
         };
-        tokio::spawn(run_sync(
-            client.clone(),
-            policies,
-            options,
-            stopped(stop_rx),
-        ));
+        let client = client.clone();
+        tokio::spawn(async move {
+            // Never a configuration without its caBundle: wait for the
+            // Secret's first.
+            let mut ca = reach.ca_pem.clone();
+            let mut stop = std::pin::pin!(stopped(stop_rx.clone()));
+            while ca.current().is_empty() {
+                tokio::select! {
+                    () = &mut stop => return,
+                    () = ca.changed() => {}
+                }
+            }
+            tokio::spawn(conversion::sync::run_sync(
+                client.clone(),
+                converters,
+                reach,
+                stopped(stop_rx.clone()),
+            ));
+            tokio::spawn(run_sync(client, policies, options, stopped(stop_rx)));
+        });
     }
+    Ok(certificate_served)
+}
+
+/// Write the CA bundle to `path` now (if known) and whenever it changes,
+/// until `stop` completes.
+fn write_ca_bundle(
+    path: PathBuf,
+    mut ca: CaBundle,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let write = move |pem: &str| {
+        std::fs::write(&path, pem)
+            .with_context(|| format!("writing the CA bundle to {}", path.display()))
+    };
+    let pem = ca.current();
+    if !pem.is_empty() {
+        write(&pem)?;
+    }
+    tokio::spawn(async move {
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => return,
+                () = ca.changed() => {}
+            }
+            if let Err(e) = write(&ca.current()) {
+                tracing::warn!(error = format!("{e:#}"), "could not write the CA bundle");
+            }
+        }
+    });
     Ok(())
 }
 

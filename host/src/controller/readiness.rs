@@ -1,6 +1,7 @@
 //! What `/readyz` reports: the initial bindings (and admission policies)
-//! are processed, the watch caches of every binding in service have synced,
-//! and this replica's role.
+//! are processed, the webhook server presents the certificate of the
+//! shared Secret (with `--webhook-cert-secret`), the watch caches of every
+//! binding in service have synced, and this replica's role.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +18,7 @@ pub struct Readiness {
     bindings: Mutex<BTreeMap<String, Arc<BindingContext>>>,
     leading: Mutex<Option<watch::Receiver<bool>>>,
     policies: Mutex<Option<crate::policy::Policies>>,
+    webhook_certificate: Mutex<Option<watch::Receiver<bool>>>,
 }
 
 impl std::fmt::Debug for Readiness {
@@ -48,6 +50,13 @@ impl Readiness {
     /// the policy bindings found at start are loaded.
     pub fn set_policies(&self, policies: crate::policy::Policies) {
         *self.policies.lock().unwrap() = Some(policies);
+    }
+
+    /// With `--webhook-cert-secret`: whether the webhook server presents
+    /// the Secret's certificate. Until it does, the Service must not send
+    /// the API server's calls to this replica.
+    pub fn set_webhook_certificate(&self, served: watch::Receiver<bool>) {
+        *self.webhook_certificate.lock().unwrap() = Some(served);
     }
 
     /// `leader`, `follower`, or `standalone` without leader election.
@@ -86,6 +95,18 @@ impl Readiness {
             .is_some_and(|p| !p.is_loaded())
         {
             return (false, "admission policies not loaded yet".into());
+        }
+        if self
+            .webhook_certificate
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|served| !*served.borrow())
+        {
+            return (
+                false,
+                "webhook certificate from the Secret not served yet".into(),
+            );
         }
         let bindings = self.bindings.lock().unwrap();
         let unsynced: Vec<&str> = bindings
@@ -129,6 +150,16 @@ mod tests {
             (false, "admission policies not loaded yet".to_string())
         );
         policies.mark_loaded();
+        let (served_tx, served) = watch::channel(false);
+        readiness.set_webhook_certificate(served);
+        assert_eq!(
+            readiness.report(),
+            (
+                false,
+                "webhook certificate from the Secret not served yet".to_string()
+            )
+        );
+        served_tx.send_replace(true);
         let (_tx, rx) = watch::channel(false);
         readiness.set_leading(Some(rx));
         assert_eq!(

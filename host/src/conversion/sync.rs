@@ -2,7 +2,7 @@
 //! pointing at Gantry's webhook server: strategy `Webhook`, the client
 //! config of `/convert/<crd>` with the server's CA bundle, review version
 //! v1. Written with server-side apply (field manager `gantry-converters`),
-//! again whenever the converters change and every minute, which repairs
+//! again whenever the converters or the CA bundle change and every minute, which repairs
 //! drift and reaches CRDs created after their converter.
 //!
 //! A converter taken out of service leaves its CRD as it is: pointing the
@@ -80,7 +80,7 @@ async fn write(client: &Client, patches: &BTreeMap<String, Value>) -> Result<usi
 pub async fn run_sync(
     client: Client,
     converters: Converters,
-    reach: Reach,
+    mut reach: Reach,
     shutdown: impl Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
@@ -94,6 +94,7 @@ pub async fn run_sync(
         tokio::select! {
             () = &mut shutdown => return,
             _ = changes.changed() => {}
+            () = reach.ca_pem.changed() => {}
             _ = resync.tick() => {}
         }
         let patches = desired(&converters, &reach);

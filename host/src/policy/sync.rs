@@ -6,7 +6,8 @@
 //! validating one. A configuration with no webhooks left is deleted.
 //!
 //! Written with server-side apply (field manager `gantry-policies`), again
-//! whenever the policies change and every minute, which repairs drift.
+//! whenever the policies or the CA bundle change and every minute, which
+//! repairs drift.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -149,7 +150,7 @@ pub async fn sync_once(
 pub async fn run_sync(
     client: Client,
     policies: Policies,
-    options: SyncOptions,
+    mut options: SyncOptions,
     shutdown: impl Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
@@ -180,6 +181,7 @@ pub async fn run_sync(
         tokio::select! {
             () = &mut shutdown => return,
             _ = changes.changed() => {}
+            () = options.reach.ca_pem.changed() => {}
             _ = resync.tick() => written = None,
         }
     }

@@ -16,7 +16,44 @@ pub struct Reach {
     /// should reach it through one (`clientConfig.service`).
     pub service: Option<ServiceRef>,
     /// PEM of the CA that signed the server's certificate.
-    pub ca_pem: String,
+    pub ca_pem: CaBundle,
+}
+
+/// The CA bundle (PEM) the API server must trust: fixed, or changing as
+/// the CA of the certificate Secret rotates.
+#[derive(Debug, Clone)]
+pub struct CaBundle(tokio::sync::watch::Receiver<String>);
+
+impl CaBundle {
+    /// A bundle that follows `rx`.
+    pub fn follow(rx: tokio::sync::watch::Receiver<String>) -> Self {
+        Self(rx)
+    }
+
+    /// The bundle now.
+    pub fn current(&self) -> String {
+        self.0.borrow().clone()
+    }
+
+    /// Completes when the bundle changes; never, for a fixed one.
+    pub async fn changed(&mut self) {
+        if self.0.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl From<String> for CaBundle {
+    fn from(pem: String) -> Self {
+        // The sender goes: the bundle never changes.
+        Self(tokio::sync::watch::channel(pem).1)
+    }
+}
+
+impl From<&str> for CaBundle {
+    fn from(pem: &str) -> Self {
+        pem.to_string().into()
+    }
 }
 
 /// A Service in front of the webhook server.
@@ -56,7 +93,8 @@ impl Reach {
     /// How the API server reaches `path` on the webhook server: through
     /// the Service, or at the base URL; with the CA bundle.
     pub fn client_config(&self, path: &str) -> Value {
-        let ca_bundle = base64::engine::general_purpose::STANDARD.encode(self.ca_pem.as_bytes());
+        let ca_bundle =
+            base64::engine::general_purpose::STANDARD.encode(self.ca_pem.current().as_bytes());
         match &self.service {
             Some(service) => json!({
                 "service": {
@@ -76,9 +114,16 @@ impl Reach {
 }
 
 impl ServiceRef {
-    /// The DNS names the serving certificate needs.
+    /// The DNS names the serving certificate needs: the Service's names
+    /// within the namespace, the cluster and beyond, `name.namespace.svc`
+    /// first.
     pub fn dns_names(&self) -> Vec<String> {
         let base = format!("{}.{}.svc", self.name, self.namespace);
-        vec![base.clone(), format!("{base}.cluster.local")]
+        vec![
+            base.clone(),
+            format!("{base}.cluster.local"),
+            format!("{}.{}", self.name, self.namespace),
+            self.name.clone(),
+        ]
     }
 }

@@ -103,7 +103,8 @@ pub fn from_files(cert: &Path, key: &Path, ca: Option<&Path>) -> anyhow::Result<
     })
 }
 
-fn pem_of(cert: &CertificateDer<'_>) -> String {
+/// PEM of a DER certificate.
+pub(crate) fn pem_of(cert: &CertificateDer<'_>) -> String {
     use base64::Engine;
     let text = base64::engine::general_purpose::STANDARD.encode(cert.as_ref());
     let mut out = String::from("-----BEGIN CERTIFICATE-----\n");

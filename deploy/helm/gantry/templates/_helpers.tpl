@@ -30,6 +30,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- end -}}
 
+{{/* The Secret in which the operator keeps the webhook's certificates,
+when policies.certSecret does not name one of yours. */}}
+{{- define "gantry.webhookCertSecret" -}}
+{{ include "gantry.fullname" . }}-webhook-cert
+{{- end -}}
+
+{{/* Whether the operator generates and rotates the webhook's certificates. */}}
+{{- define "gantry.generatesWebhookCert" -}}
+{{- if and .Values.policies.enabled (not .Values.policies.certSecret) }}true{{ end -}}
+{{- end -}}
+
 {{/* Namespace of the binding ConfigMaps. */}}
 {{- define "gantry.bindingsNamespace" -}}
 {{- default .Release.Namespace .Values.bindingsNamespace -}}
