@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 use gantry::dev::RustBuild;
 use gantry_test_support::NodeCluster;
 use gantry_tests::deployed::{
-    POD_WAIT, Release, delete_namespace, empty_dir, field, images, node, plugin_file,
-    pod_peak_memory, pod_ready,
+    POD_WAIT, Release, empty_dir, field, images, node, plugin_file, pod_peak_memory, pod_ready,
 };
 use gantry_tests::{Backend, condition, eventually_within, get_json};
 use k8s_openapi::api::core::v1::Pod;
@@ -74,12 +73,6 @@ async fn memcached_values(dir: &std::path::Path) -> Vec<String> {
     ]
 }
 
-async fn create_namespace(client: &Client, name: &str) {
-    gantry::dev::ensure_namespace(client, name)
-        .await
-        .expect("namespace");
-}
-
 async fn apply(client: &Client, object: Value) {
     gantry::dev::apply_object(client, &object)
         .await
@@ -110,8 +103,12 @@ async fn the_chart_runs_the_operator_which_runs_the_memcached_sample() {
     crd(&client, "memcached").await;
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let release =
-        Release::install("gantry", "ic-sample", &memcached_values(dir.path()).await).await;
+    let mut release = Release::install(
+        "gantry-sample",
+        "ic-sample",
+        &memcached_values(dir.path()).await,
+    )
+    .await;
     let pods = release.ready_pods(1).await;
     eprintln!(
         "operator Pod Ready {:.1} s after helm install",
@@ -152,7 +149,7 @@ async fn the_chart_runs_the_operator_which_runs_the_memcached_sample() {
 
     // The sample, as a user applies it (in a namespace of its own).
     let samples = "ic-sample-apps";
-    create_namespace(&client, samples).await;
+    release.namespace(samples).await;
     let mut sample: Value = serde_yaml::from_str(
         &std::fs::read_to_string(gantry::dev::example_dir("memcached").join("example.yaml"))
             .unwrap(),
@@ -245,7 +242,6 @@ async fn the_chart_runs_the_operator_which_runs_the_memcached_sample() {
 
     release.assert_no_forbidden().await;
     release.uninstall().await;
-    delete_namespace(&client, samples).await;
 }
 
 /// Files in the compiled-plugin cache (the emptyDir on the node).
@@ -317,7 +313,7 @@ async fn deleting_the_leader_hands_over_to_the_standby() {
     let dir = tempfile::tempdir().unwrap();
     let mut values = memcached_values(dir.path()).await;
     values.extend(["--set".into(), "replicas=2".into()]);
-    let release = Release::install("gantry", "ic-failover", &values).await;
+    let mut release = Release::install("gantry-failover", "ic-failover", &values).await;
     let pods = release.ready_pods(2).await;
     let leader = eventually_within(POD_WAIT, "a leader", || release.leader()).await;
     let standby = pods
@@ -327,7 +323,7 @@ async fn deleting_the_leader_hands_over_to_the_standby() {
         .expect("a standby");
 
     let apps = "ic-failover-apps";
-    create_namespace(&client, apps).await;
+    release.namespace(apps).await;
     let parents: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), apps, &memcached_resource());
     let count = 20;
@@ -439,7 +435,6 @@ async fn deleting_the_leader_hands_over_to_the_standby() {
 
     release.assert_no_forbidden().await;
     release.uninstall().await;
-    delete_namespace(&client, apps).await;
 }
 
 /// The (time, source IP) of every successful write to a Deployment in
@@ -478,8 +473,8 @@ fn child_writes(node: &NodeCluster, namespace: &str) -> Vec<(f64, String)> {
 async fn helm_upgrade_with_a_fail_closed_policy_refuses_nothing() {
     let Some(_turn) = on_node().await else { return };
     let client = node().client().await;
-    let release = Release::install(
-        "gantry",
+    let mut release = Release::install(
+        "gantry-upgrade",
         "ic-upgrade",
         &[
             "--set".into(),
@@ -499,7 +494,7 @@ async fn helm_upgrade_with_a_fail_closed_policy_refuses_nothing() {
     .unwrap()
     .unwrap();
     let apps = "ic-upgrade-apps";
-    create_namespace(&client, apps).await;
+    release.namespace(apps).await;
     let policy = format!(
         "name: disallow-privileged\nrules:\n  - apiGroups: [\"\"]\n    apiVersions: [v1]\n    resources: [pods]\n    operations: [CREATE]\nnamespaceSelector:\n  matchLabels:\n    kubernetes.io/metadata.name: {apps}\nmode: enforce\nfailurePolicy: Fail\ntimeoutSeconds: 5\nlimits: {{deadlineMs: 500, memoryMiB: 64}}\n"
     );
@@ -532,7 +527,10 @@ async fn helm_upgrade_with_a_fail_closed_policy_refuses_nothing() {
                 .pointer("/webhooks/0/clientConfig/caBundle")?
                 .as_str()?
                 .to_string();
-            let secret = secrets.get_opt("gantry-webhook-cert").await.ok()??;
+            let secret = secrets
+                .get_opt("gantry-upgrade-webhook-cert")
+                .await
+                .ok()??;
             let ca = secret.data?.get("ca.crt")?.clone();
             (serde_json::to_value(ca).ok()? == json!(bundle)).then_some(())
         },
@@ -611,7 +609,6 @@ async fn helm_upgrade_with_a_fail_closed_policy_refuses_nothing() {
 
     release.assert_no_forbidden().await;
     release.uninstall().await;
-    delete_namespace(&client, apps).await;
 }
 
 /// Create a Pod (privileged or not) that is never scheduled: only its
@@ -656,10 +653,10 @@ async fn memory_with_a_thousand_parents_and_an_oom_kill_below_the_minimum() {
         "--set-file".into(),
         format!("bindings.fanout.plugin.base64={}", plugin.display()),
     ];
-    let release = Release::install("gantry", "ic-memory", &values).await;
+    let mut release = Release::install("gantry-memory", "ic-memory", &values).await;
     release.ready_pods(1).await;
     let apps = "ic-memory-apps";
-    create_namespace(&client, apps).await;
+    release.namespace(apps).await;
     let parents = 1000;
     let fanouts: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), apps, &fanout_resource());
@@ -724,5 +721,4 @@ async fn memory_with_a_thousand_parents_and_an_oom_kill_below_the_minimum() {
     })
     .await;
     release.uninstall().await;
-    delete_namespace(&client, apps).await;
 }

@@ -75,6 +75,13 @@ impl NodeCluster {
         &self.dir
     }
 
+    /// The kubectl built with the control plane.
+    pub fn kubectl(&self) -> PathBuf {
+        crate::real::binaries()
+            .expect("the control plane's binaries")
+            .join("kubectl")
+    }
+
     /// An admin client.
     pub async fn client(&self) -> kube::Client {
         crate::client_for(&self.kubeconfig)

@@ -85,15 +85,20 @@ pub fn plugin_file(dir: &Path, name: &str, component: &[u8]) -> PathBuf {
     file
 }
 
-/// One Helm release of the chart in a namespace of its own.
+/// One Helm release of the chart in a namespace of its own. Dropped
+/// without [`Release::uninstall`] (a failed test), it is uninstalled and
+/// its namespaces deleted anyway, so that the next test on the shared node
+/// meets neither its cluster-wide objects nor a second operator.
 pub struct Release {
-    /// The release's name (also its full name: the chart's objects).
+    /// The release's name (also its full name, as it contains "gantry").
     pub name: String,
     /// Its namespace, also the bindings namespace.
     pub namespace: String,
     helm: Helm,
     kubeconfig: PathBuf,
     client: Client,
+    namespaces: Vec<String>,
+    uninstalled: bool,
 }
 
 impl Release {
@@ -107,6 +112,8 @@ impl Release {
             helm: Helm::new(),
             kubeconfig: node.kubeconfig().to_path_buf(),
             client: node.client().await,
+            namespaces: Vec::new(),
+            uninstalled: false,
         };
         let image = &images().first;
         let (repository, tag) = image.rsplit_once(':').expect("a tagged image");
@@ -238,9 +245,18 @@ impl Release {
         );
     }
 
-    /// `helm uninstall`, then the namespace deleted and gone (its Pods
+    /// A namespace of the test's own (its parents), created now and
+    /// deleted with the release.
+    pub async fn namespace(&mut self, name: &str) {
+        gantry::dev::ensure_namespace(&self.client, name)
+            .await
+            .expect("namespace");
+        self.namespaces.push(name.into());
+    }
+
+    /// `helm uninstall`, then the namespaces deleted and gone (their Pods
     /// stopped), so the next test finds the node empty.
-    pub async fn uninstall(self) {
+    pub async fn uninstall(mut self) {
         self.helm_command(&[
             "uninstall".into(),
             self.name.clone(),
@@ -249,7 +265,44 @@ impl Release {
             "--wait".into(),
         ])
         .await;
-        delete_namespace(&self.client, &self.namespace).await;
+        self.uninstalled = true;
+        for namespace in self.namespaces.iter().chain([&self.namespace]) {
+            delete_namespace(&self.client, namespace).await;
+        }
+    }
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if self.uninstalled {
+            return;
+        }
+        let kubeconfig = self.kubeconfig.to_str().unwrap();
+        let _ = self
+            .helm
+            .command(&[
+                "uninstall",
+                &self.name,
+                "--namespace",
+                &self.namespace,
+                "--wait",
+                "--kubeconfig",
+                kubeconfig,
+            ])
+            .output();
+        let kubectl = NodeCluster::shared().kubectl();
+        for namespace in self.namespaces.iter().chain([&self.namespace]) {
+            let _ = Command::new(&kubectl)
+                .args([
+                    "--kubeconfig",
+                    kubeconfig,
+                    "delete",
+                    "namespace",
+                    namespace,
+                    "--wait",
+                ])
+                .output();
+        }
     }
 }
 
