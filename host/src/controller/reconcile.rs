@@ -460,8 +460,9 @@ pub async fn publish(
     }
 }
 
-/// Exponential backoff with jitter, capped; errors that a retry cannot fix
-/// wait for the resync (or a change, which triggers earlier).
+/// Exponential backoff with jitter, capped, from the binding's `backoff`;
+/// an error the plugin calls permanent waits for the resync (or a change,
+/// which triggers earlier).
 // The signature kube-runtime's `Controller::run` asks for.
 #[allow(clippy::needless_pass_by_value)]
 pub fn error_policy(
