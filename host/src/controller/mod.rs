@@ -27,6 +27,7 @@ pub mod owners;
 pub mod permissions;
 pub mod readiness;
 pub mod reconcile;
+pub mod report;
 pub mod rollout;
 pub mod scope;
 pub mod settle;
