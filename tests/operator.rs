@@ -258,8 +258,8 @@ async fn a_new_parent_converges_in_one_reconcile_writing_each_child_and_the_stat
     .await;
     let writes = writes_settled(&env).await - before;
     assert_eq!(
-        writes, 5,
-        "the parent's create, three children and one status write"
+        writes, 6,
+        "the parent's create, three children, one status write and one Normal Event saying so"
     );
     assert_eq!(
         env.metrics.binding("fanout").reconciles - reconciles_before,

@@ -504,3 +504,105 @@ async fn a_hanging_download_does_not_hold_up_other_bindings(backend: Backend) {
     assert_eq!(server.hits("stuck.wasm"), 1, "still on its first try");
     env.stop().await;
 }
+
+/// `component` with a custom section of `size` bytes that do not
+/// compress: still the same component to the runtime, but too large for a
+/// ConfigMap.
+fn padded(component: &[u8], size: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed | 1;
+    let mut payload = vec![3u8];
+    payload.extend_from_slice(b"pad");
+    payload.extend((0..size).map(|_| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state.to_le_bytes()[0]
+    }));
+    let mut out = component.to_vec();
+    out.push(0); // a custom section
+    let mut length = payload.len();
+    loop {
+        let byte = u8::try_from(length & 0x7f).unwrap();
+        length >>= 7;
+        if length == 0 {
+            out.push(byte);
+            break;
+        }
+        out.push(byte | 0x80);
+    }
+    out.extend(payload);
+    out
+}
+
+/// `plugin apply --registry`: a component no ConfigMap holds is pushed to
+/// the registry, bound by manifest digest and sha256 pin, and served; the
+/// registry is remembered, so the next apply (a new version) needs no flag.
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_apply_publishes_to_the_registry_named_once(backend: Backend) {
+    use clap::Parser;
+    let Some(registry) = Registry::start().await else {
+        return;
+    };
+    let env = gantry_tests::Env::start(backend).await;
+    env.install_example("memcached").await;
+    let memcached = gantry::toolchain::example_plugin("memcached").expect("Rust plugin");
+    let dir = tempfile::tempdir().unwrap();
+    let binding = gantry::dev::example_dir("memcached").join("binding.yaml");
+    let kubeconfig = env.server.kubeconfig().to_path_buf();
+    let apply = |seed: u64, extra: &[&str]| {
+        let file = dir.path().join(format!("memcached-{seed}.wasm"));
+        std::fs::write(&file, padded(&memcached, 2 << 20, seed)).unwrap();
+        let mut args: Vec<String> = ["gantry", "plugin", "apply"]
+            .iter()
+            .map(|s| (*s).to_string())
+            .collect();
+        args.push(file.display().to_string());
+        for arg in [
+            "--binding",
+            binding.to_str().unwrap(),
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--namespace",
+            gantry_tests::BINDINGS_NS,
+        ]
+        .iter()
+        .chain(extra)
+        {
+            args.push((*arg).to_string());
+        }
+        let digest = gantry::runtime::digest(&std::fs::read(&file).unwrap());
+        // The CLI runs its own runtime: call it from a plain thread.
+        let code = std::thread::spawn(move || {
+            format!("{:?}", gantry::cli::run(gantry::cli::Cli::parse_from(args)))
+        });
+        (code, digest)
+    };
+    let ok = format!("{:?}", std::process::ExitCode::SUCCESS);
+    let registry_flag = format!("oci://{}/plugins", registry.host);
+    for (seed, extra) in [(1, vec!["--registry", registry_flag.as_str()]), (2, vec![])] {
+        let (code, digest) = apply(seed, &extra);
+        let code = tokio::task::spawn_blocking(move || code.join().unwrap())
+            .await
+            .unwrap();
+        assert_eq!(code, ok, "apply {seed}");
+        let cm = env.binding("memcached").await;
+        let document = &cm.data.as_ref().unwrap()["binding.yaml"];
+        let spec: serde_json::Value = serde_yaml::from_str(document).unwrap();
+        assert_eq!(spec["sha256"], digest.as_str(), "{document}");
+        let oci = spec["source"]["oci"].as_str().unwrap();
+        assert!(
+            oci.starts_with(&format!(
+                "oci://{}/plugins/memcached@sha256:",
+                registry.host
+            )),
+            "{oci}"
+        );
+        assert!(cm.binary_data.unwrap_or_default().is_empty());
+        gantry_tests::eventually("the new digest in service", || async {
+            let cm = env.binding("memcached").await;
+            (cm.metadata.annotations?.get("gantry.dev/plugin-digest")? == &digest).then_some(())
+        })
+        .await;
+    }
+}

@@ -58,6 +58,17 @@ async fn dev_runs_the_examples_and_policies_on_an_existing_cluster(backend: Back
         deployments.get_opt("memcached-sample").await.ok()?
     })
     .await;
+    // `gantry plugin apply` finds the plugin store gantry dev serves.
+    let publishing: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), "gantry-system");
+    let store = publishing
+        .get(gantry::publish::place::PUBLISHING)
+        .await
+        .unwrap()
+        .data
+        .unwrap()[gantry::publish::place::STORE_KEY]
+        .clone();
+    assert!(store.starts_with("http://127.0.0.1:"), "{store}");
     assert_eq!(deployment.spec.unwrap().replicas, Some(3));
     // The first load compiles the 16 MB Go component (cached by digest after).
     let frontend = wait_for_within(

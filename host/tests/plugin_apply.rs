@@ -2,7 +2,9 @@
 //! a project made by `gantry plugin new` goes into service on a cluster
 //! where `gantry run` serves, with the CRD derived from its Rust types; a
 //! version the operator refuses is reported with the refusal; a policy
-//! goes into service the same way.
+//! goes into service the same way; a Go component too large for a
+//! ConfigMap is published to gantry dev's plugin store; an edit rolls out
+//! with another apply.
 
 mod common;
 
@@ -10,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::{Backend, NAMESPACE, backends, gantry_run, wait_for};
+use common::{Backend, NAMESPACE, backends, gantry_run, wait_for, wait_for_within};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::{Value, json};
 
@@ -341,6 +343,154 @@ fn plugin_apply_of_a_component_needs_a_binding() {
         .arg(file.path())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("--binding"), "{}", text(&out));
+}
+
+/// A new project of `lang` (`rust` or `go`) named `name`, in a directory
+/// of its own (the returned guard holds it).
+fn new_project(lang: &str, name: &str) -> (tempfile::TempDir, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join(name);
+    let out = Command::new(GANTRY)
+        .args(["plugin", "new", "--lang", lang, name, "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    if lang == "rust" {
+        let workspace = gantry::toolchain::source_workspace_root();
+        std::fs::copy(workspace.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    }
+    (root, dir)
+}
+
+/// Replace `from` with `to` in the project file `file`: an edit.
+fn edit(dir: &Path, file: &str, from: &str, to: &str) {
+    let path = dir.join(file);
+    let source = std::fs::read_to_string(&path).unwrap();
+    assert!(source.contains(from), "{from} in {}", path.display());
+    std::fs::write(&path, source.replace(from, to)).unwrap();
+}
+
+/// The message of the greeting ConfigMap of Greeting `name`, once it is
+/// `want`.
+async fn greeting_becomes(client: &kube::Client, name: &str, want: &str) {
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), "default");
+    wait_for_within(
+        std::time::Duration::from_mins(2),
+        &format!("{name}-greeting says {want}"),
+        async || {
+            let data = config_maps
+                .get_opt(&format!("{name}-greeting"))
+                .await
+                .ok()??
+                .data?;
+            (data.get("message")? == want).then_some(())
+        },
+    )
+    .await;
+}
+
+async fn greet(client: &kube::Client, name: &str, who: &str) {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Greeting"),
+        "greetings",
+    );
+    let greetings: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+    let greeting = json!({"apiVersion": "example.com/v1", "kind": "Greeting",
+        "metadata": {"name": name, "namespace": "default"}, "spec": {"who": who}});
+    greetings
+        .patch(
+            name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&greeting),
+        )
+        .await
+        .unwrap();
+}
+
+/// The digest `plugin apply` says is in service.
+fn in_service(out: &Output) -> String {
+    let said = text(out);
+    assert!(out.status.success(), "{said}");
+    let (_, rest) = said
+        .split_once("plugin sha256:")
+        .unwrap_or_else(|| panic!("no digest in {said}"));
+    rest[..64].to_string()
+}
+
+/// A Go plugin (about 16 MB, more than a ConfigMap holds) goes into
+/// service with one `plugin apply`, published to gantry dev's plugin
+/// store; after an edit another apply rebuilds it, publishes and pins the
+/// new digest and rolls it out. Without anywhere to publish, apply says
+/// so with exit 6.
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_plugin_too_large_for_a_config_map_is_published_and_an_edit_rolls_out(
+    backend: Backend,
+) {
+    let (_cluster, client, kubeconfig, _logs, _operator) = serving(backend, &[]).await;
+    let (_root, dir) = new_project("go", "hello-go");
+    let apply = || {
+        let mut args = strings(&["plugin", "apply"]);
+        args.push(dir.display().to_string());
+        // Fetching and compiling 16 MB takes a debug build a while.
+        args.extend(strings(&["--timeout-secs", "600"]));
+        args.extend(strings(&["--namespace", NAMESPACE, "--kubeconfig"]));
+        args.push(kubeconfig.display().to_string());
+        args
+    };
+
+    let out = gantry(apply()).await;
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(6), "{said}");
+    assert!(said.contains("nowhere to publish it"), "{said}");
+    assert!(said.contains("--registry"), "{said}");
+
+    // What gantry dev does when it starts: serve the store, say where.
+    let store = gantry::dev::components::store().unwrap();
+    gantry::publish::place::advertise_store(&client, NAMESPACE, &store)
+        .await
+        .unwrap();
+    let out = gantry(apply()).await;
+    assert!(text(&out).contains("published sha256:"), "{}", text(&out));
+    let first = in_service(&out);
+    greet(&client, "world", "World").await;
+    greeting_becomes(&client, "world", "Hello, World!").await;
+
+    edit(&dir, "main.go", "\"%s, %s%s\"", "\"%s, dear %s%s\"");
+    let out = gantry(apply()).await;
+    let second = in_service(&out);
+    assert_ne!(first, second, "{}", text(&out));
+    greeting_becomes(&client, "world", "Hello, dear World!").await;
+}
+
+/// A Rust plugin fits in its ConfigMap: one apply, and after an edit
+/// another rolls out the new digest.
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rust_plugin_edit_rolls_out_with_another_apply(backend: Backend) {
+    let (_cluster, client, kubeconfig, _logs, _operator) = serving(backend, &[]).await;
+    let (_root, dir) = new_project("rust", "hello-rust");
+    let apply = || {
+        let mut args = strings(&["plugin", "apply"]);
+        args.push(dir.display().to_string());
+        args.extend(strings(&["--namespace", NAMESPACE, "--kubeconfig"]));
+        args.push(kubeconfig.display().to_string());
+        args
+    };
+    let first = in_service(&gantry(apply()).await);
+    greet(&client, "moon", "Moon").await;
+    greeting_becomes(&client, "moon", "Hello, Moon!").await;
+    edit(
+        &dir,
+        "src/lib.rs",
+        "\"{greeting}, {}{}\"",
+        "\"{greeting}, dear {}{}\"",
+    );
+    let second = in_service(&gantry(apply()).await);
+    assert_ne!(first, second);
+    greeting_becomes(&client, "moon", "Hello, dear Moon!").await;
 }

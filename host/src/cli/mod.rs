@@ -3,6 +3,8 @@
 //! Exit codes: 0 success; 1 the plugin returned an error; 2 usage error;
 //! 3 the plugin breached a limit, trapped or broke the contract; 4 the
 //! plugin could not be loaded; 5 bad input files or other failures.
+//! `plugin apply` has its own: 4 refused, 5 no answer in time, 6 not
+//! built, published or applied (see [`exit`]).
 
 mod answer_diff;
 mod apply;
@@ -140,6 +142,12 @@ pub mod exit {
     pub const LOAD: u8 = 4;
     /// Bad input or another failure.
     pub const OTHER: u8 = 5;
+    /// Usage: what was given cannot be used as it is.
+    pub const USAGE: u8 = 2;
+    /// `plugin apply`: the operator said nothing in time.
+    pub const NO_ANSWER: u8 = 5;
+    /// `plugin apply`: the plugin could not be built, published or applied.
+    pub const NOT_APPLIED: u8 = 6;
 }
 
 /// Run a parsed command line.

@@ -361,6 +361,11 @@ async fn install_dev(
     let options = args.operator.options();
     let mut installer = Installer::for_cluster(client, &options.namespace, args.reset).await?;
     crate::dev::ensure_namespace(client, &options.namespace).await?;
+    let store = crate::dev::components::store()?;
+    crate::publish::place::advertise_store(client, &options.namespace, &store).await?;
+    println!(
+        "gantry dev: plugin store at {store}: `gantry plugin apply` publishes components too large for a ConfigMap there"
+    );
     installer
         .apply(&crate::dev::backup_service::token_secret(
             &options.namespace,

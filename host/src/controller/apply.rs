@@ -16,6 +16,7 @@ use super::cached::CachedObject;
 use super::context::{BindingContext, ChildKey, controller_owner, is_our_child, object_key};
 use super::guardrails::DesiredChild;
 use super::intent::{fingerprint, reflects};
+use super::report::Change;
 use super::settle::Written;
 
 /// What applying the children did.
@@ -168,7 +169,7 @@ pub async fn apply_children(
             .map(|live| (live, live.to_json(&kind.info.resource)));
         let applied_before = ctx.with_state(&parent_key, |s| s.applied_as(&key, print));
         let live = live.as_ref().map(|(object, json)| (*object, json));
-        match step(live, &ctx.name, &uid, applied_before, object) {
+        let before = match step(live, &ctx.name, &uid, applied_before, object) {
             Step::Skip => {
                 stats.skipped += 1;
                 continue;
@@ -180,17 +181,19 @@ pub async fn apply_children(
             Step::LookUp => {
                 // Not in our (label-filtered) cache: it may still exist
                 // without our label, and then it is not ours to change.
-                if let Some(existing) = api
+                let existing = api
                     .get_opt(&child.name)
                     .await
-                    .map_err(ReconcileError::Kube)?
-                    && controller_owner(&existing).is_none_or(|o| o.uid != uid)
+                    .map_err(ReconcileError::Kube)?;
+                if let Some(existing) = &existing
+                    && controller_owner(existing).is_none_or(|o| o.uid != uid)
                 {
-                    return Err(not_ours(child, &existing));
+                    return Err(not_ours(child, existing));
                 }
+                existing.and_then(|e| e.resource_version())
             }
-            Step::Apply => {}
-        }
+            Step::Apply => cached.as_deref().and_then(ResourceExt::resource_version),
+        };
         let returned = api
             .patch(
                 &child.name,
@@ -204,10 +207,28 @@ pub async fn apply_children(
                 source: e,
             })?;
         ctx.with_state(&parent_key, |s| s.record_applied(&key, print));
+        // A no-op apply (the same resourceVersion back) changed nothing.
+        let change = match before {
+            None => Some(Change::Created),
+            Some(version) => {
+                (returned.resource_version() != Some(version)).then_some(Change::Updated)
+            }
+        };
+        if let Some(change) = change {
+            written
+                .changes
+                .record(child_name(&child.kind.kind, &child.name), change);
+        }
         written.applied(intent.kind, returned);
         stats.applied += 1;
     }
     Ok(stats)
+}
+
+/// A child as reports name it: `Kind name` (children are mostly in the
+/// parent's namespace, and the kind's group rarely tells two apart).
+fn child_name(kind: &str, name: &str) -> String {
+    format!("{kind} {name}")
 }
 
 fn not_ours(child: &DesiredChild, live: &impl Resource) -> ReconcileError {
@@ -271,6 +292,9 @@ pub async fn prune_children(
         {
             Ok(_) => {
                 pruned += 1;
+                written
+                    .changes
+                    .record(child_name(&kind.kind.kind, &name), Change::Pruned);
                 written.pruned(index, namespace.clone(), name.clone());
             }
             // Already gone, or replaced by another object of that name.

@@ -15,6 +15,7 @@ use gantry_sdk::Trigger;
 use serde_json::Value;
 
 use super::binding::KindRef;
+use super::report::EventBudget;
 
 /// Identity of a child: kind, namespace, name.
 pub type ChildKey = (KindRef, Option<String>, String);
@@ -62,6 +63,8 @@ pub struct ParentState {
     /// The last reconcile ended with news held: the next runs at once,
     /// whether that reconcile succeeded or failed.
     rerun: bool,
+    /// Normal Events the parent may still get.
+    normal_events: EventBudget,
 }
 
 /// What the ledger keeps of a key: its hash. Unequal keys share one with
@@ -82,6 +85,12 @@ enum Held {
 }
 
 impl ParentState {
+    /// Whether a Normal Event about the parent may be written at `now`
+    /// (taking it from the parent's budget).
+    pub fn take_normal_event(&mut self, now: std::time::Instant) -> bool {
+        self.normal_events.take(now)
+    }
+
     /// A child or related object changed. Of several changes before the
     /// next reconcile, a related object's wins over a child's: children
     /// change after every apply of ours.

@@ -27,6 +27,7 @@ pub mod owners;
 pub mod permissions;
 pub mod readiness;
 pub mod reconcile;
+pub mod report;
 pub mod rollout;
 pub mod scope;
 pub mod settle;
@@ -191,11 +192,14 @@ impl ReconcileError {
         }
     }
 
-    /// Whether retrying soon may help.
+    /// Whether the failure is retried with the binding's backoff: all are,
+    /// as in controller-runtime, except an error the plugin itself calls
+    /// permanent. A trap, a limit or a refused child can depend on what the
+    /// plugin observes (children, related objects, the clock) as much as on
+    /// the spec, so waiting for a spec change could wait forever.
     pub fn retryable(&self) -> bool {
         match self {
-            Self::Plugin(e) => e.retryable(),
-            Self::Guardrails(_) | Self::NotOwned { .. } | Self::PolicyDenied(_) => false,
+            Self::Plugin(CallError::Plugin(e)) => e.retryable,
             _ => true,
         }
     }
@@ -209,5 +213,48 @@ impl From<crate::policy::guardrails::GuardrailError> for ReconcileError {
             GuardrailError::Unavailable(missing) => Self::PolicyUnavailable(missing),
             GuardrailError::Kube(e) => Self::Kube(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use gantry_sdk::PluginError;
+
+    use super::{CallError, ReconcileError};
+
+    fn plugin_error(retryable: bool) -> ReconcileError {
+        ReconcileError::Plugin(CallError::Plugin(PluginError {
+            message: "no".into(),
+            reason: "No".into(),
+            retryable,
+        }))
+    }
+
+    #[test]
+    fn every_failure_is_retried_but_the_plugins_permanent_error() {
+        let retried = [
+            ReconcileError::Plugin(CallError::Trap {
+                message: "panic".into(),
+            }),
+            ReconcileError::Plugin(CallError::Timeout {
+                deadline: Duration::from_millis(500),
+            }),
+            ReconcileError::Plugin(CallError::ContractViolation {
+                detail: "not an object".into(),
+            }),
+            ReconcileError::Guardrails(vec!["kube-system".into()]),
+            ReconcileError::PolicyDenied(vec!["denied".into()]),
+            ReconcileError::NotOwned {
+                child: "a".into(),
+                owner: "b".into(),
+            },
+            plugin_error(true),
+        ];
+        for error in retried {
+            assert!(error.retryable(), "{error}");
+        }
+        assert!(!plugin_error(false).retryable());
     }
 }

@@ -16,6 +16,7 @@ use super::binding::BindingSpec;
 use super::cached::CachedObject;
 use super::context::{BindingContext, Current, ParentState, object_key};
 use super::guardrails::{self, DesiredChild, Rules};
+use super::report::{Change, Changes};
 use super::settle::{self, Written};
 use super::status::{self, Outcome};
 use super::{ReconcileError, apply, finalizer};
@@ -107,13 +108,18 @@ async fn reconcile_inner(
         return Err(ReconcileError::CachesNotReady);
     }
 
-    let (response, events) = match settle(ctx, parent, &current, trigger).await {
+    let Settled {
+        response,
+        events,
+        changes,
+    } = match settle(ctx, parent, &current, trigger).await {
         Ok(answer) => answer,
         Err(error) => return fail(ctx, parent, current.plugin.digest(), error).await,
     };
     publish_plugin_events(ctx, parent, &events).await;
+    let mut status_written = false;
     if ctx.parent.has_status {
-        status::write_status(
+        status_written = status::write_status(
             ctx,
             parent,
             Outcome {
@@ -129,6 +135,7 @@ async fn reconcile_inner(
     } else {
         warn_no_status(ctx, parent).await;
     }
+    report(ctx, parent, &changes, status_written).await;
     if deleting && response.finalized {
         finalizer::remove(ctx, parent, &finalizer_name).await?;
         ctx.forget(&key);
@@ -141,15 +148,25 @@ async fn reconcile_inner(
     })
 }
 
+/// What a reconcile's plugin calls came to.
+struct Settled {
+    /// The last answer.
+    response: Response,
+    /// The events of all answers.
+    events: Vec<gantry_sdk::Event>,
+    /// What the writes of all answers changed.
+    changes: Changes,
+}
+
 /// Call the plugin, check its answer and write the children; again, on the
 /// children as the API server returned them, while the writes change them
-/// (see [`settle`](super::settle)). The last answer, with the events of all.
+/// (see [`settle`](super::settle)).
 async fn settle(
     ctx: &BindingContext,
     parent: &DynamicObject,
     current: &Current,
     mut trigger: Trigger,
-) -> Result<(Response, Vec<gantry_sdk::Event>), ReconcileError> {
+) -> Result<Settled, ReconcileError> {
     let key = object_key(parent);
     let uid = parent.uid().unwrap_or_default();
     let mut written = Written::default();
@@ -172,7 +189,13 @@ async fn settle(
             Some(next) if call < settle::MAX_CALLS && written.changed_since_call() => {
                 trigger = next;
             }
-            _ => return Ok((response, events)),
+            _ => {
+                return Ok(Settled {
+                    response,
+                    events,
+                    changes: written.changes,
+                });
+            }
         }
     }
     unreachable!("the loop returns by its last call")
@@ -424,6 +447,37 @@ async fn publish_plugin_events(
     }
 }
 
+/// Say what the reconcile of `parent` changed: one info line, and a Normal
+/// Event per kind of change to its children while the parent's budget
+/// lasts (see [`report`](super::report)).
+async fn report(ctx: &BindingContext, parent: &DynamicObject, changes: &Changes, status: bool) {
+    let Some(summary) = changes.summary(status) else {
+        return;
+    };
+    tracing::info!(
+        binding = %ctx.name,
+        parent = %object_key(parent),
+        created = changes.count(Change::Created),
+        updated = changes.count(Change::Updated),
+        pruned = changes.count(Change::Pruned),
+        status,
+        "reconciled: {summary}"
+    );
+    let now = std::time::Instant::now();
+    for (change, message) in changes.messages() {
+        if ctx.with_state(&object_key(parent), |s| s.take_normal_event(now)) {
+            publish(
+                ctx,
+                parent,
+                KubeEventType::Normal,
+                change.reason(),
+                &message,
+            )
+            .await;
+        }
+    }
+}
+
 async fn warn_no_status(ctx: &BindingContext, parent: &DynamicObject) {
     let message = format!(
         "{} has no status subresource: Gantry cannot record status, conditions or observedGeneration; add `subresources: {{status: {{}}}}` to its CRD",
@@ -460,8 +514,9 @@ pub async fn publish(
     }
 }
 
-/// Exponential backoff with jitter, capped; errors that a retry cannot fix
-/// wait for the resync (or a change, which triggers earlier).
+/// Exponential backoff with jitter, capped, from the binding's `backoff`;
+/// an error the plugin calls permanent waits for the resync (or a change,
+/// which triggers earlier).
 // The signature kube-runtime's `Controller::run` asks for.
 #[allow(clippy::needless_pass_by_value)]
 pub fn error_policy(

@@ -15,6 +15,7 @@ use kube::api::DynamicObject;
 
 use super::cached::CachedObject;
 use super::context::{ChildKind, ChildVersion};
+use super::report::Changes;
 
 /// Plugin calls in one reconcile at most: one, and two more while its
 /// applies change children. A plugin that builds children in stages (one
@@ -37,6 +38,8 @@ pub struct Written {
     pruned_unseen: bool,
     /// The child written last.
     last: Option<Slot>,
+    /// What the writes changed, for the reconcile's report.
+    pub changes: Changes,
 }
 
 impl Written {

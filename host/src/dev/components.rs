@@ -1,8 +1,14 @@
-//! Example components too large for a ConfigMap (the Go ones), served to
-//! the operator over HTTP on 127.0.0.1 and bound by URL with a sha256 pin.
+//! Components too large for a ConfigMap, served to the operator over HTTP
+//! on 127.0.0.1 and bound by URL with a sha256 pin: the examples' (the Go
+//! ones), and what `gantry plugin apply` publishes under `gantry dev` (the
+//! plugin store, see [`crate::publish::place`]).
 //!
 //! One server per process ([`super::loopback`]); it serves
-//! `/sha256/<hex>` from memory.
+//! `GET /sha256/<hex>` from memory, and `PUT /sha256/<hex>` keeps a
+//! component whose sha256 is `<hex>`. Nothing else is taken: a binding
+//! pins the digest it fetches, so an upload cannot change what a binding
+//! runs. What was uploaded is gone when `gantry dev` stops; the operator's
+//! plugin cache, keyed by digest, still has every version it loaded.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -32,8 +38,23 @@ async fn component(Path(hex): Path<String>) -> impl IntoResponse {
     }
 }
 
+async fn upload(Path(hex): Path<String>, body: axum::body::Bytes) -> StatusCode {
+    if crate::runtime::digest(&body) != hex {
+        return StatusCode::BAD_REQUEST;
+    }
+    served()
+        .lock()
+        .expect("served components lock")
+        .insert(hex, Arc::new(body.to_vec()));
+    StatusCode::CREATED
+}
+
 fn start() -> Result<SocketAddr, String> {
-    let router = axum::Router::new().route("/sha256/{hex}", axum::routing::get(component));
+    let router = axum::Router::new()
+        .route("/sha256/{hex}", axum::routing::get(component).put(upload))
+        .layer(axum::extract::DefaultBodyLimit::max(
+            crate::binding::envelope::MAX_PLUGIN_BYTES,
+        ));
     super::loopback::serve_forever("gantry-dev-components", router)
 }
 
@@ -44,6 +65,11 @@ fn address() -> anyhow::Result<SocketAddr> {
         .clone()
         .map_err(anyhow::Error::msg)
         .context("serving example components on 127.0.0.1")
+}
+
+/// `http://127.0.0.1:PORT`, where the store takes and serves components.
+pub fn store() -> anyhow::Result<String> {
+    Ok(format!("http://{}", address()?))
 }
 
 /// Serve `component` and return the binding lines that fetch it: its

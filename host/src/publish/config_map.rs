@@ -20,9 +20,23 @@ pub const MAX_CONFIG_MAP_BYTES: usize = 1 << 20;
 /// fast at any level.
 const ZSTD_LEVEL: i32 = 19;
 
+/// A component too large to go inline in its ConfigMap.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the {noun} ConfigMap would hold {size} bytes (the component compressed to {compressed}), more than the {MAX_CONFIG_MAP_BYTES} a ConfigMap holds"
+)]
+pub struct TooLarge {
+    /// "binding", "policy" or "converter".
+    pub noun: &'static str,
+    /// Bytes the ConfigMap would hold.
+    pub size: usize,
+    /// Bytes of the compressed component.
+    pub compressed: usize,
+}
+
 /// The ConfigMap for `document` in `namespace`, named after it, with
-/// `component` inline unless the document has a source. Refused, saying
-/// how to publish it instead, when it would not fit.
+/// `component` inline unless the document has a source. [`TooLarge`]
+/// when it would not fit.
 pub fn for_document(
     document: &Document,
     namespace: &str,
@@ -38,13 +52,12 @@ pub fn for_document(
     cm.data = Some([(key.to_string(), text.clone())].into());
     let size = text.len() + component_bytes(&cm);
     if size > MAX_CONFIG_MAP_BYTES {
-        anyhow::bail!(
-            "the {noun} ConfigMap would hold {size} bytes (the component compressed to {compressed}), more than the {MAX_CONFIG_MAP_BYTES} a ConfigMap holds: \
-             publish the component with `gantry plugin push <dir-or-wasm> oci://<registry>/<repository>:<tag>`, then give the {noun} \
-             `sha256: <printed digest>` and `source: {{oci: \"oci://<registry>/<repository>@sha256:<manifest>\"}}` (or a `source.url`) and apply it again",
-            noun = document.noun(),
-            compressed = component_bytes(&cm),
-        );
+        return Err(TooLarge {
+            noun: document.noun(),
+            size,
+            compressed: component_bytes(&cm),
+        }
+        .into());
     }
     Ok(cm)
 }
@@ -113,7 +126,7 @@ mod tests {
     }
 
     #[test]
-    fn refuses_what_a_config_map_cannot_hold_and_says_to_use_a_source() {
+    fn refuses_what_a_config_map_cannot_hold() {
         let document = Document::parse(BINDING).unwrap();
         // Bytes zstd cannot shrink: a xorshift sequence.
         let mut state = 0x9E37_79B9_7F4A_7C15_u64;
@@ -125,11 +138,9 @@ mod tests {
                 state.to_le_bytes()[0]
             })
             .collect();
-        let error = for_document(&document, "ops", Some(&component))
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("gantry plugin push"), "{error}");
-        assert!(error.contains("source:"), "{error}");
+        let error = for_document(&document, "ops", Some(&component)).unwrap_err();
+        let too_large = error.downcast_ref::<TooLarge>().expect("TooLarge");
+        assert!(too_large.size > MAX_CONFIG_MAP_BYTES, "{error}");
     }
 
     #[test]

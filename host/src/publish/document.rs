@@ -107,6 +107,15 @@ impl Document {
         }
     }
 
+    /// The document as written.
+    pub fn text(&self) -> &str {
+        match self {
+            Self::Binding { text, .. }
+            | Self::Policy { text, .. }
+            | Self::Converter { text, .. } => text,
+        }
+    }
+
     /// "binding", "policy" or "converter".
     pub fn noun(&self) -> &'static str {
         match self {

@@ -10,6 +10,7 @@
 pub mod answer;
 pub mod config_map;
 pub mod document;
+pub mod place;
 
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -69,6 +70,7 @@ pub async fn apply(
     let seen = answer::Seen::now(client, namespace, &cm_name).await?;
     let object = config_map::as_object(&publication.config_map)?;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    drop_stale_components(&api, &cm_name, &object).await?;
     let applied = api
         .patch(
             &cm_name,
@@ -78,6 +80,40 @@ pub async fn apply(
         .await
         .with_context(|| format!("applying ConfigMap {namespace}/{cm_name}"))?;
     Ok((seen, applied))
+}
+
+/// Server-side apply leaves what other managers set: an inline component
+/// that `gantry dev` or kubectl put in the ConfigMap would stay beside a
+/// new `source`, and the operator refuses a binding with both. So a
+/// component the ConfigMap holds and `object` does not is removed in the
+/// same write that brings `object`'s values (a merge patch; the apply that
+/// follows then changes nothing but field ownership).
+async fn drop_stale_components(
+    api: &Api<ConfigMap>,
+    name: &str,
+    object: &Value,
+) -> anyhow::Result<()> {
+    let Some(live) = api.get_opt(name).await? else {
+        return Ok(());
+    };
+    let ours = object.get("binaryData").and_then(Value::as_object);
+    let stale: Vec<String> = live
+        .binary_data
+        .unwrap_or_default()
+        .into_keys()
+        .filter(|key| !ours.is_some_and(|ours| ours.contains_key(key)))
+        .collect();
+    if stale.is_empty() {
+        return Ok(());
+    }
+    let mut patch = object.clone();
+    for key in stale {
+        patch["binaryData"][key] = Value::Null;
+    }
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("removing the inline component of ConfigMap {name}"))?;
+    Ok(())
 }
 
 /// Server-side apply `object` as [`APPLY_MANAGER`], over other managers'

@@ -161,14 +161,4 @@ impl CallError {
                 | Self::Trap { .. }
         )
     }
-
-    /// Whether a retry with the same input may succeed.
-    pub fn retryable(&self) -> bool {
-        match self {
-            Self::Plugin(e) => e.retryable,
-            // A deadline or a host hiccup may pass on a less loaded machine.
-            Self::Timeout { .. } | Self::Host(_) => true,
-            _ => false,
-        }
-    }
 }
