@@ -330,3 +330,23 @@ async fn hostile_policies_fail_per_failure_policy_and_the_server_keeps_answering
     assert_eq!(metrics.errors("panic-fail", "trap"), 1);
     assert_eq!(metrics.evaluations("loop-ignore", "error"), 2);
 }
+
+/// A call that reaches a replica still loading the policy waits for it
+/// instead of failing: the leader may have written the webhook
+/// configuration before this replica serves the policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_for_a_policy_still_loading_waits_for_it() {
+    let runtime = Runtime::with_defaults().unwrap();
+    let webhooks = Webhooks::start(vec![]).await;
+    let policy = load(&runtime, "disallow-privileged", DISALLOW_PRIVILEGED);
+    let policies = webhooks.policies.clone();
+    let arrives = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        policies.insert(policy);
+    });
+    let pod = fixture("pod-without-requests-create.json");
+    let response = webhooks.review("disallow-privileged", &pod).await;
+    assert_eq!(response["allowed"], true, "{response}");
+    arrives.await.unwrap();
+}
+

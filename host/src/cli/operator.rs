@@ -553,16 +553,19 @@ async fn operate(
             "lost the leader Lease; exiting so that a new replica takes over"
         )),
     };
-    // The webhooks answered while in-flight reconciles drained.
-    let _ = policies_stop.send(());
-    for task in [health, metrics_server].into_iter().flatten() {
-        task.abort();
-    }
+    // The Lease goes as soon as in-flight reconciles have drained, so that
+    // a standby takes over at once; the webhooks, which answered all along,
+    // keep answering until the Service has dropped this Pod.
     if result.is_ok()
         && let Some(elector) = &elector
         && let Err(e) = elector.release().await
     {
         tracing::warn!(error = %e, "could not release the leader Lease");
+    }
+    tokio::time::sleep(args.webhook.drain()).await;
+    let _ = policies_stop.send(());
+    for task in [health, metrics_server].into_iter().flatten() {
+        task.abort();
     }
     result
 }

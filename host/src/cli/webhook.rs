@@ -93,12 +93,27 @@ pub struct WebhookArgs {
     /// Name of the two webhook configurations.
     #[arg(long, default_value = "gantry-policies")]
     webhook_configuration_name: String,
+    /// After SIGTERM, keep answering webhook calls this long (unready, the
+    /// Lease already released) when they come through --webhook-service:
+    /// the Service's endpoints need a moment to drop a stopping Pod, and
+    /// calls sent to it meanwhile would be refused.
+    #[arg(long, default_value_t = 5)]
+    webhook_drain_secs: u64,
 }
 
 impl WebhookArgs {
     /// Name of the two webhook configurations.
     pub fn configuration_name(&self) -> &str {
         &self.webhook_configuration_name
+    }
+
+    /// How long the webhooks keep answering after SIGTERM: only behind a
+    /// Service, whose endpoints lag behind a stopping Pod.
+    pub fn drain(&self) -> std::time::Duration {
+        match self.webhook_service {
+            Some(_) => std::time::Duration::from_secs(self.webhook_drain_secs),
+            None => std::time::Duration::ZERO,
+        }
     }
 
     /// The lifetimes of certificates made for --webhook-cert-secret.
