@@ -296,7 +296,7 @@ start_node() {
   local node="$dir/node"
 
   if ! running "$dir" containerd; then
-    setsid containerd --config "$node/containerd.toml" >>"$dir/containerd.log" 2>&1 </dev/null &
+    setsid containerd --config "$node/containerd.toml" >>"$dir/containerd.log" 2>&1 </dev/null 7>&- &
     echo $! >"$dir/containerd.pid"
     wait_until 30 "$dir" containerd ctr --address "$node/containerd.sock" version ||
       { tail -20 "$dir/containerd.log" >&2; return 1; }
@@ -361,7 +361,7 @@ kill_pods() {
   local dir=$1 pids
   pids=$(cat /sys/fs/cgroup/*/kubepods*/cgroup.procs /sys/fs/cgroup/*/kubepods*/*/cgroup.procs \
     /sys/fs/cgroup/*/kubepods*/*/*/cgroup.procs /sys/fs/cgroup/*/kubepods*/*/*/*/cgroup.procs \
-    2>/dev/null | sort -u)
+    2>/dev/null | sort -u || true)
   # shellcheck disable=SC2086
   [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
   pids=$(pgrep -f "containerd-shim-runc-v2 .*-address $dir/node/containerd.sock" || true)
