@@ -344,6 +344,12 @@ claim_node() {
   if [ -f "$node_lock" ]; then
     other=$(cat "$node_lock")
     if [ "$other" != "$dir" ]; then
+      # Its owner may have just ended, and its watcher be bringing it down.
+      local waited=0
+      while [ -d "$other" ] && running "$other" kubelet && [ "$waited" -lt 90 ]; do
+        sleep 1
+        waited=$((waited + 1))
+      done
       if [ -d "$other" ] && running "$other" kubelet; then
         log "a node already runs for $other (one node per machine)"
         return 1

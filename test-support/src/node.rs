@@ -113,3 +113,76 @@ impl NodeCluster {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Backend;
+
+    /// What a node changes on the machine: the sysctls the kubelet,
+    /// kube-proxy and the bridge plugin set, their iptables chains, the
+    /// bridge, mounts, network namespaces and cgroups.
+    fn machine_state() -> String {
+        let mut state = String::new();
+        for key in [
+            "vm/overcommit_memory",
+            "vm/panic_on_oom",
+            "kernel/panic",
+            "kernel/panic_on_oops",
+            "kernel/keys/root_maxkeys",
+            "kernel/keys/root_maxbytes",
+            "net/ipv4/ip_forward",
+            "net/ipv4/conf/all/route_localnet",
+            "net/netfilter/nf_conntrack_max",
+        ] {
+            let value = std::fs::read_to_string(format!("/proc/sys/{key}")).unwrap_or_default();
+            state.push_str(&format!("{key}={value}"));
+        }
+        let run = |program: &str, args: &[&str]| {
+            Command::new(program)
+                .args(args)
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default()
+        };
+        for table in ["filter", "nat", "mangle"] {
+            for tool in ["iptables-save", "ip6tables-save"] {
+                let rules = run(tool, &["-t", table]);
+                state.extend(
+                    rules
+                        .lines()
+                        .filter(|l| l.contains("KUBE-") || l.contains("CNI-"))
+                        .map(|l| format!("{tool} {l}\n")),
+                );
+            }
+        }
+        state.push_str(&run("ip", &["-br", "link"]));
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        state.extend(
+            mounts
+                .lines()
+                .filter(|l| l.contains("kubelet") || l.contains("containerd") || l.contains("netns"))
+                .map(|l| format!("{l}\n")),
+        );
+        for dir in ["/run/netns", "/sys/fs/cgroup/memory/kubepods", "/var/lib/kubelet"] {
+            state.push_str(&format!("{dir}: {}\n", Path::new(dir).exists()));
+        }
+        state
+    }
+
+    /// `down` leaves the machine as `up --node` found it, a node without
+    /// Pods included.
+    #[test]
+    fn down_restores_the_machine() {
+        if Backend::Node.skip() {
+            return;
+        }
+        let before = machine_state();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = dir.path().to_str().expect("UTF-8 path");
+        real_cluster(&["up", "--node", dir]).expect("a node starts");
+        assert_ne!(machine_state(), before, "the node changed nothing");
+        real_cluster(&["down", dir]).expect("down");
+        assert_eq!(machine_state(), before);
+    }
+}
