@@ -349,4 +349,3 @@ async fn a_call_for_a_policy_still_loading_waits_for_it() {
     assert_eq!(response["allowed"], true, "{response}");
     arrives.await.unwrap();
 }
-

@@ -161,10 +161,16 @@ mod tests {
         state.extend(
             mounts
                 .lines()
-                .filter(|l| l.contains("kubelet") || l.contains("containerd") || l.contains("netns"))
+                .filter(|l| {
+                    l.contains("kubelet") || l.contains("containerd") || l.contains("netns")
+                })
                 .map(|l| format!("{l}\n")),
         );
-        for dir in ["/run/netns", "/sys/fs/cgroup/memory/kubepods", "/var/lib/kubelet"] {
+        for dir in [
+            "/run/netns",
+            "/sys/fs/cgroup/memory/kubepods",
+            "/var/lib/kubelet",
+        ] {
             state.push_str(&format!("{dir}: {}\n", Path::new(dir).exists()));
         }
         state
@@ -176,6 +182,12 @@ mod tests {
     fn down_restores_the_machine() {
         if Backend::Node.skip() {
             return;
+        }
+        // Another process's node may still be coming down (its owner's
+        // watcher runs `down` after the owner exits).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while Path::new("/run/gantry-node").exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(500));
         }
         let before = machine_state();
         let dir = tempfile::tempdir().expect("temp dir");
