@@ -156,7 +156,7 @@ async fn the_chart_runs_the_operator_which_runs_the_memcached_sample() {
     )
     .unwrap();
     sample["metadata"]["namespace"] = json!(samples);
-    let size = sample["spec"]["size"].as_u64().unwrap() as usize;
+    let size = usize::try_from(sample["spec"]["size"].as_u64().unwrap()).unwrap();
     apply(&client, sample).await;
     let parents: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), samples, &memcached_resource());
@@ -217,7 +217,7 @@ async fn the_chart_runs_the_operator_which_runs_the_memcached_sample() {
     binding.binary_data = renewed_cm.binary_data;
     binding.metadata.managed_fields = None;
     bindings
-        .replace("memcached", &Default::default(), &binding)
+        .replace("memcached", &kube::api::PostParams::default(), &binding)
         .await
         .expect("a new version of the binding");
     let digest = sha256_hex(&renewed);
@@ -277,10 +277,13 @@ fn with_custom_section(component: &[u8], payload: &[u8]) -> Vec<u8> {
 
 fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
+    use std::fmt::Write as _;
     sha2::Sha256::digest(bytes)
         .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+        .fold(String::new(), |mut hex, b| {
+            let _ = write!(hex, "{b:02x}");
+            hex
+        })
 }
 
 /// The events.k8s.io Events about object `name` in `namespace`.
@@ -419,15 +422,15 @@ async fn deleting_the_leader_hands_over_to_the_standby() {
     // before the new leader's first, by source address (the Pods' IPs).
     let writes = child_writes(node(), apps);
     let sources: Vec<&String> = writes.iter().map(|(_, source)| source).collect();
-    let mut spans: BTreeMap<&String, (f64, f64)> = BTreeMap::new();
+    let mut spans: BTreeMap<&String, (i64, i64)> = BTreeMap::new();
     for (at, source) in &writes {
         let span = spans.entry(source).or_insert((*at, *at));
         span.0 = span.0.min(*at);
         span.1 = span.1.max(*at);
     }
     assert_eq!(spans.len(), 2, "writers of the children: {sources:?}");
-    let mut ordered: Vec<(f64, f64)> = spans.values().copied().collect();
-    ordered.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut ordered: Vec<(i64, i64)> = spans.values().copied().collect();
+    ordered.sort_unstable();
     assert!(
         ordered[0].1 < ordered[1].0,
         "two leaders wrote children at once: {spans:?}"
@@ -437,9 +440,9 @@ async fn deleting_the_leader_hands_over_to_the_standby() {
     release.uninstall().await;
 }
 
-/// The (time, source IP) of every successful write to a Deployment in
+/// The (time in milliseconds, source IP) of every successful write to a Deployment in
 /// `namespace` by a service account, from the audit log.
-fn child_writes(node: &NodeCluster, namespace: &str) -> Vec<(f64, String)> {
+fn child_writes(node: &NodeCluster, namespace: &str) -> Vec<(i64, String)> {
     node.audit_events()
         .into_iter()
         .filter(|e| {
@@ -458,7 +461,7 @@ fn child_writes(node: &NodeCluster, namespace: &str) -> Vec<(f64, String)> {
             let at = e["stageTimestamp"].as_str()?;
             let at = at.parse::<k8s_openapi::jiff::Timestamp>().ok()?;
             let source = e["sourceIPs"][0].as_str()?.to_string();
-            Some((at.as_millisecond() as f64 / 1000.0, source))
+            Some((at.as_millisecond(), source))
         })
         .collect()
 }
@@ -623,7 +626,7 @@ async fn attempt(pods: &Api<Pod>, i: usize, privileged: bool) -> Result<Pod, kub
                 "securityContext": {"privileged": privileged}}]}
     }))
     .unwrap();
-    pods.create(&Default::default(), &pod).await
+    pods.create(&kube::api::PostParams::default(), &pod).await
 }
 
 /// With 1,000 parents the operator stays under the chart's memory limit
@@ -675,7 +678,7 @@ async fn memory_with_a_thousand_parents_and_an_oom_kill_below_the_minimum() {
     let children: Api<k8s_openapi::api::core::v1::ConfigMap> =
         Api::namespaced(client.clone(), apps);
     eventually_within(
-        Duration::from_secs(600),
+        Duration::from_mins(10),
         "every parent's children",
         || async {
             let list = children
@@ -692,13 +695,13 @@ async fn memory_with_a_thousand_parents_and_an_oom_kill_below_the_minimum() {
     let limit = 1024 * 1024 * 1024;
     eprintln!(
         "peak memory of the operator Pod with {parents} parents x 3 children: {:.1} MiB",
-        peak as f64 / 1048576.0
+        f64::from(u32::try_from(peak / 1024).unwrap()) / 1024.0
     );
     assert!(peak < limit, "peak {peak} over the chart's limit");
     release.assert_no_forbidden().await;
 
     // Below what it needs: the kubelet OOM-kills the container.
-    let low = (peak / 1048576 / 3).max(8);
+    let low = (peak / 1_048_576 / 3).max(8);
     release
         .upgrade(&[
             "--set".into(),

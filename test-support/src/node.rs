@@ -116,6 +116,8 @@ impl NodeCluster {
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write as _;
+
     use super::*;
     use crate::Backend;
 
@@ -136,7 +138,7 @@ mod tests {
             "net/netfilter/nf_conntrack_max",
         ] {
             let value = std::fs::read_to_string(format!("/proc/sys/{key}")).unwrap_or_default();
-            state.push_str(&format!("{key}={value}"));
+            let _ = write!(state, "{key}={value}");
         }
         let run = |program: &str, args: &[&str]| {
             Command::new(program)
@@ -171,7 +173,7 @@ mod tests {
             "/sys/fs/cgroup/memory/kubepods",
             "/var/lib/kubelet",
         ] {
-            state.push_str(&format!("{dir}: {}\n", Path::new(dir).exists()));
+            let _ = writeln!(state, "{dir}: {}", Path::new(dir).exists());
         }
         state
     }
@@ -185,7 +187,7 @@ mod tests {
         }
         // Another process's node may still be coming down (its owner's
         // watcher runs `down` after the owner exits).
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_mins(2);
         while Path::new("/run/gantry-node").exists() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(500));
         }

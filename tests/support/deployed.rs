@@ -22,7 +22,7 @@ use crate::tools::{Helm, chart_dir, repo_root, run, run_blocking};
 
 /// How long a test waits for Pods to start, leaders to change and
 /// reconciles to land on the node.
-pub const POD_WAIT: Duration = Duration::from_secs(120);
+pub const POD_WAIT: Duration = Duration::from_mins(2);
 
 /// The two tags of the gantry image the node has: one to install, one to
 /// upgrade to. Both are the same build; a new tag is what `helm upgrade`
