@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::Context;
 use k8s_openapi::ByteString;
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, PublicKeyData,
+    BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    PublicKeyData,
 };
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
@@ -220,17 +220,7 @@ impl Authority {
         let ca_key = KeyPair::from_pem(&self.key_pem).context("the CA key")?;
         let issuer = Issuer::from_ca_cert_pem(&self.signing.pem, ca_key).context("the CA")?;
         let key = KeyPair::generate().context("generating the serving key")?;
-        let mut params = CertificateParams::new(hosts.to_vec()).context("certificate hosts")?;
-        params.distinguished_name.push(
-            DnType::CommonName,
-            hosts.first().map_or("gantry-webhook", String::as_str),
-        );
-        params.is_ca = IsCa::ExplicitNoCa;
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let mut params = super::tls::serving_params(hosts)?;
         params.not_before = (now - backdate(lifetime)).into();
         let ca_end =
             UNIX_EPOCH + Duration::from_secs(self.signing.not_after.max(0).cast_unsigned());

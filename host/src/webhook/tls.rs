@@ -28,12 +28,30 @@ impl std::fmt::Debug for Certificate {
     }
 }
 
+/// The parameters of a serving certificate for `hosts` (DNS names or IP
+/// addresses), its validity left to the caller: named for the first host,
+/// not a CA, for TLS servers only.
+pub(crate) fn serving_params(hosts: &[String]) -> anyhow::Result<rcgen::CertificateParams> {
+    use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyUsagePurpose};
+    let mut params = CertificateParams::new(hosts.to_vec()).context("certificate hosts")?;
+    params.distinguished_name.push(
+        DnType::CommonName,
+        hosts.first().map_or("gantry-webhook", String::as_str),
+    );
+    params.is_ca = IsCa::ExplicitNoCa;
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    Ok(params)
+}
+
 /// A CA ("gantry webhook CA") and a serving certificate for `hosts` (DNS
 /// names or IP addresses) signed by it, both new, valid for ten years.
 pub fn self_signed(hosts: &[String]) -> anyhow::Result<Certificate> {
     use rcgen::{
-        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
-        KeyPair, KeyUsagePurpose,
+        BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
     };
     let now = std::time::SystemTime::now();
     let valid_for = std::time::Duration::from_hours(87600);
@@ -52,17 +70,7 @@ pub fn self_signed(hosts: &[String]) -> anyhow::Result<Certificate> {
     let ca_cert = ca.self_signed(&ca_key).context("signing the CA")?;
 
     let key = KeyPair::generate().context("generating the serving key")?;
-    let mut leaf = CertificateParams::new(hosts.to_vec()).context("certificate hosts")?;
-    leaf.distinguished_name.push(
-        DnType::CommonName,
-        hosts.first().map_or("gantry-webhook", String::as_str),
-    );
-    leaf.is_ca = IsCa::ExplicitNoCa;
-    leaf.key_usages = vec![
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::KeyEncipherment,
-    ];
-    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let mut leaf = serving_params(hosts)?;
     leaf.not_before = ca.not_before;
     leaf.not_after = ca.not_after;
     let issuer = Issuer::new(ca, ca_key);
