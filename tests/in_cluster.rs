@@ -303,19 +303,22 @@ async fn events(client: &Client, namespace: &str, name: &str) -> Vec<Value> {
         .collect()
 }
 
-/// Two replicas: deleting the leader's Pod while parents change (SIGTERM
-/// mid-reconcile) ends it with exit 0 within the grace period, releases the
-/// Lease at once so the standby takes over without waiting for expiry, the
-/// standby reconciles every parent changed in the gap, and no child is
+/// Two replicas: deleting the leader's Pod (SIGTERM) while a slow binding's
+/// reconciles are in flight and every Memcached changes ends it with exit 0
+/// within the grace period, after it finished those reconciles; it releases
+/// the Lease at once so the standby takes over without waiting for expiry;
+/// the standby reconciles every parent changed in the gap; and no child is
 /// written by two leaders at once (from the API server's audit log).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_the_leader_hands_over_to_the_standby() {
     let Some(_turn) = on_node().await else { return };
     let client = node().client().await;
     crd(&client, "memcached").await;
+    crd(&client, "fanout").await;
     let dir = tempfile::tempdir().unwrap();
     let mut values = memcached_values(dir.path()).await;
     values.extend(["--set".into(), "replicas=2".into()]);
+    values.extend(slow_fanout_values(dir.path()).await);
     let mut release = Release::install("gantry-failover", "ic-failover", &values).await;
     let pods = release.ready_pods(2).await;
     let leader = eventually_within(POD_WAIT, "a leader", || release.leader()).await;
@@ -359,8 +362,28 @@ async fn deleting_the_leader_hands_over_to_the_standby() {
     })
     .await;
 
-    // The leader goes (SIGTERM) while every parent changes.
+    // The leader goes (SIGTERM) while slow reconciles are in flight and
+    // every Memcached changes.
     let operator_pods: Api<Pod> = Api::namespaced(client.clone(), &release.namespace);
+    let leader_log = follow_log(&operator_pods, &leader).await;
+    let fanouts: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), apps, &fanout_resource());
+    let slow_parents = 3;
+    for i in 0..slow_parents {
+        let parent = json!({"apiVersion": "bench.gantry.dev/v1", "kind": "Fanout",
+            "metadata": {"name": format!("s-{i}"), "namespace": apps}, "spec": {"value": "x"}});
+        fanouts
+            .patch(
+                &format!("s-{i}"),
+                &PatchParams::apply("in-cluster-test"),
+                &Patch::Apply(&parent),
+            )
+            .await
+            .expect("create a slow parent");
+    }
+    // Each slow reconcile takes two calls of SLOW_CALL: one second in, all
+    // three are in the first.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let deleted_at = Instant::now();
     operator_pods
         .delete(&leader, &DeleteParams::default())
@@ -388,11 +411,42 @@ async fn deleting_the_leader_hands_over_to_the_standby() {
         .termination_grace_period_seconds
         .unwrap();
     assert!(stopped_in < Duration::from_secs(u64::try_from(grace).unwrap()));
-    let new_leader = eventually_within(POD_WAIT, "the standby holds the Lease", || async {
-        release.leader().await.filter(|holder| *holder == standby)
+    let log = tokio::time::timeout(POD_WAIT, leader_log)
+        .await
+        .expect("the old leader's log ends with its container")
+        .expect("log task");
+    assert!(
+        log.iter()
+            .any(|l| l["message"] == "shutting down: finishing in-flight reconciles"),
+        "the old leader did not say it was shutting down"
+    );
+    let stopped = log
+        .iter()
+        .find(|l| l["message"] == "binding stopped" && l["binding"] == "slow")
+        .unwrap_or_else(|| panic!("the old leader did not stop the slow binding: {log:?}"));
+    assert!(
+        stopped["in_flight"].as_u64() >= Some(1),
+        "no reconcile was in flight at SIGTERM: {stopped}"
+    );
+    assert_eq!(
+        stopped["finished"], stopped["in_flight"],
+        "in-flight reconciles were abandoned: {stopped}"
+    );
+    let new_leader = eventually_within(POD_WAIT, "a new holder of the Lease", || async {
+        release.leader().await.filter(|holder| *holder != leader)
     })
     .await;
     let takeover = deleted_at.elapsed();
+    assert_eq!(
+        new_leader,
+        standby,
+        "the Lease went to another Pod than the standby; the Pods: {:?}",
+        operator_pods.list(&ListParams::default()).await.map(|l| l
+            .items
+            .into_iter()
+            .map(|p| (p.metadata.name, p.status.and_then(|s| s.container_statuses)))
+            .collect::<Vec<_>>())
+    );
     eprintln!(
         "leader {leader} stopped {:.1} s after its Pod was deleted; {new_leader} held the Lease after {:.1} s",
         stopped_in.as_secs_f64(),
@@ -409,6 +463,14 @@ async fn deleting_the_leader_hands_over_to_the_standby() {
         || children_with(11300),
     )
     .await;
+    let slow_children: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), apps);
+    for i in 0..slow_parents {
+        eventually_within(POD_WAIT, "a slow parent's child", || async {
+            slow_children.get_opt(&format!("s-{i}-fine")).await.ok()?
+        })
+        .await;
+    }
     for i in 0..count {
         let parent = get_json(&parents, &format!("m-{i}")).await.unwrap();
         assert!(
@@ -438,6 +500,55 @@ async fn deleting_the_leader_hands_over_to_the_standby() {
 
     release.assert_no_forbidden().await;
     release.uninstall().await;
+}
+
+/// How long each call of the slow binding's plugin blocks.
+const SLOW_CALL: Duration = Duration::from_secs(2);
+
+/// The chart values that add binding `slow`: Fanouts reconciled by the
+/// hostile plugin, each call blocking for [`SLOW_CALL`].
+async fn slow_fanout_values(dir: &std::path::Path) -> Vec<String> {
+    let component =
+        tokio::task::spawn_blocking(|| gantry::dev::build_example("hostile", RustBuild::WithAll))
+            .await
+            .unwrap()
+            .expect("the hostile plugin builds");
+    let plugin = plugin_file(dir, "slow", &component);
+    let millis = u64::try_from(SLOW_CALL.as_millis()).unwrap();
+    let binding = json!({
+        "parent": {"apiVersion": "bench.gantry.dev/v1", "kind": "Fanout", "resource": "fanouts"},
+        "children": [{"apiVersion": "v1", "kind": "ConfigMap", "resource": "configmaps"}],
+        "config": {"behaviour": "sleep", "millis": millis},
+        "limits": {"deadlineMs": millis * 4},
+        "plugin": {"key": "plugin.wasm.zst"},
+    });
+    vec![
+        "--set-json".into(),
+        format!("bindings.slow={binding}"),
+        "--set-file".into(),
+        format!("bindings.slow.plugin.base64={}", plugin.display()),
+    ]
+}
+
+/// The JSON lines Pod `name` logs from now until its container ends.
+async fn follow_log(pods: &Api<Pod>, name: &str) -> tokio::task::JoinHandle<Vec<Value>> {
+    use futures::{AsyncBufReadExt, TryStreamExt};
+    let params = kube::api::LogParams {
+        follow: true,
+        ..kube::api::LogParams::default()
+    };
+    let stream = pods
+        .log_stream(name, &params)
+        .await
+        .expect("follow the leader's log");
+    tokio::spawn(async move {
+        stream
+            .lines()
+            .try_filter_map(|line| async move { Ok(serde_json::from_str::<Value>(&line).ok()) })
+            .try_collect::<Vec<Value>>()
+            .await
+            .unwrap_or_default()
+    })
 }
 
 /// The (time in milliseconds, source IP) of every successful write to a Deployment in

@@ -139,6 +139,18 @@ pub struct DevArgs {
     operator: OperatorArgs,
 }
 
+/// Wait until this replica is ready (bindings loaded, caches synced) before
+/// it asks for the Lease, so that a released Lease goes to a warm standby
+/// rather than to a replica that has just started; but no longer than
+/// `bound`, so that a replica that cannot get ready (a cache that never
+/// syncs) still leads when no other replica does.
+async fn ready_to_lead(readiness: &crate::controller::Readiness, bound: Duration) {
+    let deadline = tokio::time::Instant::now() + bound;
+    while !readiness.report().0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Completes on SIGINT or SIGTERM.
 pub async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
@@ -506,10 +518,12 @@ async fn operate(
     options.leading = elector.as_ref().map(|_| leading_rx);
     // Leadership is held (renewed) until the operator has drained after
     // SIGTERM, so no other replica starts while reconciles finish.
+    let readiness = options.readiness.clone();
     let leadership = async {
         match &elector {
             Some(elector) => {
                 tracing::info!(lease = %elector.config().name, identity = %elector.config().identity, "standing by until this replica holds the Lease");
+                ready_to_lead(&readiness, elector.config().lease_duration).await;
                 elector.acquire().await;
                 tracing::info!("became the leader");
                 let _ = leading_tx.send(true);

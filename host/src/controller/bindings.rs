@@ -520,6 +520,7 @@ async fn stop(mut active: Active) {
     if let Some(stop) = active.stop.take() {
         let _ = stop.send(());
     }
+    let in_flight = active.ctx.in_flight();
     let grace = active.ctx.shared.options.reconcile_timeout;
     let deadline = tokio::time::Instant::now() + grace;
     while !active.task.is_finished()
@@ -528,8 +529,16 @@ async fn stop(mut active: Active) {
     {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let abandoned = active.ctx.in_flight();
     active.task.abort();
     let _ = (&mut active.task).await;
+    tracing::info!(
+        binding = %active.spec.name,
+        in_flight,
+        finished = in_flight.saturating_sub(abandoned),
+        abandoned,
+        "binding stopped"
+    );
 }
 
 /// Parents written to at once when a binding is deleted.
