@@ -1,20 +1,22 @@
-//! The gantry image without Docker: `scripts/image build` builds the static
-//! binary, assembles the image with crane and pushes it to a local
-//! registry. What is checked comes from the registry's HTTP API (curl) and
-//! GNU tar, not from crane: the digest, the config (non-root user,
-//! entrypoint), the layer (no shell, root-owned files) and the binary
-//! (static, built for the image's architecture, and it runs). deploy/Dockerfile
-//! must describe the same image. The multi-arch image (an index of amd64 and
-//! arm64) costs a cross build of gantry and is built only with
-//! `GANTRY_TEST_MULTIARCH=1`. The offline build (`scripts/image build
-//! --tar`) must write the same image, as an OCI layout tar named for
-//! containerd's `ctr images import`.
+//! The gantry image without Docker: `scripts/image build` assembles the
+//! image with crane and pushes it to a local registry. What is checked comes
+//! from the registry's HTTP API (curl) and GNU tar, not from crane: the
+//! digest, the config (non-root user, entrypoint), the layer (no shell,
+//! root-owned files) and the binary (built for the image's architecture, and
+//! it runs from the layer alone). deploy/Dockerfile must describe the same
+//! image. By default the image carries the test build's `gantry`
+//! (`--binary`, dynamically linked, with its interpreter and libraries in the
+//! layer), which costs no build of its own. The static images of the
+//! product (musl, an index of amd64 and arm64) cost two more builds of every
+//! dependency and are built and checked only with `GANTRY_TEST_MULTIARCH=1`.
+//! The offline build (`scripts/image build --tar`) must write the same image,
+//! as an OCI layout tar named for containerd's `ctr images import`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use gantry_tests::sources::Registry;
-use gantry_tests::tools::{build_image, build_image_for, repo_root, run};
+use gantry_tests::tools::{build_image, build_image_for, repo_root, run, test_build_binary};
 use serde_json::{Value, json};
 
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -129,12 +131,30 @@ fn dockerfile_final_stage() -> Vec<String> {
     lines[last_from..].to_vec()
 }
 
+/// How the image's `gantry` is linked.
+#[derive(Clone, Copy, PartialEq)]
+enum Linking {
+    /// Static (musl): the layer holds nothing else to run it.
+    Static,
+    /// Dynamic (the test build): the layer also holds its program
+    /// interpreter and the shared libraries it needs.
+    Bundled,
+}
+
 /// The image with manifest `digest` in `HOST/gantry`, for `linux/ARCH`,
 /// fetched and unpacked into `dir`: one layer; a config for the platform,
 /// non-root, with the entrypoint and command; a layer of exactly the tree
-/// `scripts/image rootfs` makes, all owned by root, no shell; a static
-/// binary for the architecture. The config's `config` and the binary's path.
-fn check_image(host: &str, digest: &str, arch: &str, dir: &Path) -> (Value, PathBuf) {
+/// `scripts/image rootfs` makes (and, for a [`Linking::Bundled`] binary,
+/// shared libraries), all owned by root, no shell; a binary for the
+/// architecture, linked as `linking` says. The config's `config` and the
+/// unpacked layer's root.
+fn check_image(
+    host: &str,
+    digest: &str,
+    arch: &str,
+    linking: Linking,
+    dir: &Path,
+) -> (Value, PathBuf) {
     let manifest_file = dir.join("manifest.json");
     get_by_digest(host, "manifests", digest, &manifest_file);
     let manifest = read_json(&manifest_file);
@@ -200,7 +220,26 @@ fn check_image(host: &str, digest: &str, arch: &str, dir: &Path) -> (Value, Path
         .iter()
         .map(|(p, m)| ((*p).to_string(), (*m).to_string()))
         .collect();
-    assert_eq!(entries, expected, "no shell, nothing else: {listing}");
+    if linking == Linking::Bundled {
+        // Beyond the tree: directories and shared objects (ld-linux, libc,
+        // libgcc_s, ...) and nothing else.
+        let (tree, extra): (Vec<_>, Vec<_>) =
+            entries.into_iter().partition(|e| expected.contains(e));
+        assert_eq!(tree, expected, "{listing}");
+        assert!(
+            !extra.is_empty(),
+            "a dynamic binary with no libraries: {listing}"
+        );
+        for (path, mode) in &extra {
+            let name = path.rsplit('/').next().unwrap();
+            assert!(
+                mode.starts_with('d') || (mode.starts_with('-') && name.contains(".so")),
+                "{path} ({mode}) is neither a directory nor a shared object: {listing}"
+            );
+        }
+    } else {
+        assert_eq!(entries, expected, "no shell, nothing else: {listing}");
+    }
 
     let root = dir.join("rootfs");
     std::fs::create_dir(&root).unwrap();
@@ -214,24 +253,30 @@ fn check_image(host: &str, digest: &str, arch: &str, dir: &Path) -> (Value, Path
         passwd.contains("nonroot:x:65532:65532:") && !passwd.contains("/bin/sh"),
         "{passwd}"
     );
-    let binary = root.join("usr/local/bin/gantry");
-    let elf = std::fs::read(&binary).unwrap();
+    let elf = std::fs::read(root.join("usr/local/bin/gantry")).unwrap();
     assert_eq!(elf_machine(&elf), elf_machine_of(arch), "gantry for {arch}");
-    assert!(!has_interpreter(&elf), "gantry for {arch} is not static");
-    (c.clone(), binary)
+    assert_eq!(
+        has_interpreter(&elf),
+        linking == Linking::Bundled,
+        "gantry for {arch} is not linked as expected"
+    );
+    (c.clone(), root)
 }
 
-/// `gantry --version` and `gantry run --help` succeed, run by `emulator`
-/// (`qemu-aarch64`) or natively. A static binary runs without libc.
-fn check_runs(binary: &Path, emulator: Option<&Path>) {
+/// `gantry --version` and `gantry run --help` succeed, run from the
+/// unpacked layer `root` by `emulator` (`qemu-aarch64`), or natively inside
+/// `root` (chroot, as root): the layer alone is enough to run it.
+fn check_runs(root: &Path, emulator: Option<&Path>) {
+    let binary = root.join("usr/local/bin/gantry");
     let gantry = |args: &[&str]| {
-        let mut command = match emulator {
-            Some(emulator) => {
-                let mut command = Command::new(emulator);
-                command.arg(binary);
-                command
-            }
-            None => Command::new(binary),
+        let mut command = if let Some(emulator) = emulator {
+            let mut command = Command::new(emulator);
+            command.arg(&binary);
+            command
+        } else {
+            let mut command = Command::new("chroot");
+            command.arg(root).arg("/usr/local/bin/gantry");
+            command
         };
         run(command.args(args))
     };
@@ -265,8 +310,8 @@ async fn image_is_built_and_pushed_without_docker() {
     let manifest = get_tag(host, "test", &pinned, &dir.path().join("tagged.json"));
     assert_eq!(manifest["mediaType"], OCI_MANIFEST);
     let digest = pinned.split_once('@').unwrap().1;
-    let (_, binary) = check_image(host, digest, "amd64", dir.path());
-    check_runs(&binary, None);
+    let (_, root) = check_image(host, digest, "amd64", Linking::Bundled, dir.path());
+    check_runs(&root, None);
 
     // deploy/Dockerfile's final stage is this image: the same tree (from
     // `scripts/image rootfs`, copied whole) and the same config.
@@ -285,7 +330,7 @@ async fn image_is_built_and_pushed_without_docker() {
     let dockerfile = std::fs::read_to_string(repo_root().join("deploy/Dockerfile")).unwrap();
     assert!(dockerfile.contains("scripts/image rootfs /rootfs \"$binary\""));
 
-    // Offline, from the binary just built: the same image as an OCI archive.
+    // Offline, from the same binary: the same image as an OCI archive.
     let config_digest = read_json(&dir.path().join("manifest.json"))["config"]["digest"]
         .as_str()
         .unwrap()
@@ -303,8 +348,8 @@ fn check_archive(dir: &Path, pushed_digest: &str, config_digest: &str) {
     let archive = dir.join("gantry.tar");
     let out = run(Command::new(repo_root().join("scripts/image")).args([
         "build",
-        "--profile",
-        "image-ci",
+        "--binary",
+        test_build_binary().to_str().unwrap(),
         "--name",
         "gantry:test",
         "--tar",
@@ -428,11 +473,11 @@ async fn multi_arch_image_is_an_index_of_amd64_and_arm64() {
         let arch_dir = dir.path().join(arch);
         std::fs::create_dir(&arch_dir).unwrap();
         let digest = manifest["digest"].as_str().unwrap();
-        let (config, binary) = check_image(host, digest, arch, &arch_dir);
+        let (config, root) = check_image(host, digest, arch, Linking::Static, &arch_dir);
         if *arch == "amd64" {
-            check_runs(&binary, None);
+            check_runs(&root, None);
         } else if let Some(qemu) = on_path(&["qemu-aarch64", "qemu-aarch64-static"]) {
-            check_runs(&binary, Some(&qemu));
+            check_runs(&root, Some(&qemu));
         } else {
             eprintln!(
                 "qemu-aarch64 is not installed (Debian: qemu-user): the arm64 binary is checked as an ELF file only"

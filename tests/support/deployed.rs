@@ -18,7 +18,7 @@ use kube::{Api, Client};
 use serde_json::Value;
 
 use crate::eventually_within;
-use crate::tools::{Helm, chart_dir, repo_root, run, run_blocking};
+use crate::tools::{Helm, chart_dir, repo_root, run, run_blocking, test_build_binary};
 
 /// How long a test waits for Pods to start, leaders to change and
 /// reconciles to land on the node.
@@ -50,8 +50,8 @@ fn images_on(node: &NodeCluster) -> &'static Images {
             let archive = dir.path().join(format!("{name}.tar"));
             run(Command::new(repo_root().join("scripts/image")).args([
                 "build",
-                "--profile",
-                "image-ci",
+                "--binary",
+                test_build_binary().to_str().expect("UTF-8 path"),
                 "--tar",
                 archive.to_str().expect("UTF-8 path"),
                 "--name",

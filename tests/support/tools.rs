@@ -107,25 +107,52 @@ impl Default for Helm {
     }
 }
 
-/// Build the image with `scripts/image build` (the `image-ci` profile,
-/// cheap to build cold; `scripts/test` builds it first) and push it to
-/// `reference`; the `REPO@sha256:...` the command printed last.
-pub fn build_image(reference: &str) -> String {
-    build_image_for(reference, &["linux/amd64"])
+/// `gantry` as this test build made it (the package's `gantry-test-build`,
+/// beside the test executable): what the deploy tests put into the image.
+pub fn test_build_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    // target/<profile>/deps/<test> → target/<profile>/gantry-test-build
+    let binary = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test executable is in target/<profile>/deps")
+        .join("gantry-test-build");
+    assert!(
+        binary.is_file(),
+        "{} is missing: run the tests with cargo test, which builds it",
+        binary.display()
+    );
+    binary
 }
 
-/// [`build_image`] for `platforms` (`linux/amd64`, `linux/arm64`): with more
-/// than one, `reference` is an index of one image per platform.
-pub fn build_image_for(reference: &str, platforms: &[&str]) -> String {
-    let out = run(Command::new(repo_root().join("scripts/image")).args([
-        "build",
-        "--profile",
-        "image-ci",
-        "--platform",
-        &platforms.join(","),
-        "--push",
+/// Build the image with `scripts/image build --binary` from
+/// [`test_build_binary`] and push it to `reference`; the `REPO@sha256:...`
+/// the command printed last.
+pub fn build_image(reference: &str) -> String {
+    image_command(
+        &[
+            "--binary",
+            test_build_binary().to_str().expect("UTF-8 path"),
+        ],
         reference,
-    ]));
+    )
+}
+
+/// The static image for `platforms` (`linux/amd64`, `linux/arm64`), built
+/// from source with the `image-ci` profile and pushed to `reference`, an
+/// index of one image per platform when there are several.
+pub fn build_image_for(reference: &str, platforms: &[&str]) -> String {
+    image_command(
+        &["--profile", "image-ci", "--platform", &platforms.join(",")],
+        reference,
+    )
+}
+
+fn image_command(how: &[&str], reference: &str) -> String {
+    let out = run(Command::new(repo_root().join("scripts/image"))
+        .arg("build")
+        .args(how)
+        .args(["--push", reference]));
     out.lines()
         .last()
         .expect("scripts/image printed nothing")

@@ -150,6 +150,38 @@ pub mod exit {
     pub const NOT_APPLIED: u8 = 6;
 }
 
+/// The allocator of the `gantry` binary: mimalloc (see host/Cargo.toml), or
+/// the system's without the `mimalloc` feature. A binary installs it with
+/// `#[global_allocator] static ALLOCATOR: Allocator = ALLOCATOR;`.
+#[cfg(feature = "mimalloc")]
+pub type Allocator = mimalloc::MiMalloc;
+/// The allocator of the `gantry` binary (see the `mimalloc` feature).
+#[cfg(not(feature = "mimalloc"))]
+pub type Allocator = std::alloc::System;
+/// The value of [`Allocator`].
+#[cfg(feature = "mimalloc")]
+pub const ALLOCATOR: Allocator = mimalloc::MiMalloc;
+/// The value of [`Allocator`].
+#[cfg(not(feature = "mimalloc"))]
+pub const ALLOCATOR: Allocator = std::alloc::System;
+
+/// The whole `gantry` command: parse the command line, set up telemetry,
+/// run. Every binary that is `gantry` calls this from its `main`.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let export = crate::telemetry::TraceExport {
+        otlp_endpoint: cli.otlp_endpoint.clone(),
+    };
+    let _telemetry = match crate::telemetry::init(cli.log_format, &export) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("error: setting up telemetry: {e:#}");
+            return ExitCode::from(exit::OTHER);
+        }
+    };
+    run(cli)
+}
+
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
