@@ -1,7 +1,8 @@
 //! Simulated workloads on the embedded server: Deployments roll out and scale
 //! through ReplicaSets whose Pods become Running and Ready on the simulated Node,
 //! StatefulSets get their ordinal Pods, each DaemonSet its one Pod, Jobs complete,
-//! disruption budgets get their status and limit evictions; and kubectl's
+//! disruption budgets get their status and limit evictions, autoscalers scale
+//! from the load set by hand; and kubectl's
 //! `rollout status` and `wait` see it. Embedded only: on a real cluster kube's
 //! controllers do this.
 
@@ -13,6 +14,7 @@ use gantry_apiserver::simulate::{NODE_NAME, Settings, Simulation};
 use gantry_apiserver::{ApiServer, ApiServerHandle, Config};
 use gantry_test_support::differential::scenarios::kubectl_minor;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -678,4 +680,121 @@ async fn disruption_budgets_get_their_status_and_limit_evictions() {
     assert_eq!(status.current_healthy, 3);
     simulation.stop().await;
     server.shutdown().await;
+}
+
+/// The HPA's condition `kind`, as JSON.
+fn hpa_condition(hpa: &HorizontalPodAutoscaler, kind: &str) -> Option<serde_json::Value> {
+    condition(hpa.status.as_ref()?.conditions.as_ref(), kind)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn autoscalers_scale_their_target_within_bounds_from_the_load_set_by_hand() {
+    let (_server, _simulation, client) = start().await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), "default");
+    deployments
+        .create(&PostParams::default(), &deployment("web", 3, "nginx:1.27"))
+        .await
+        .unwrap();
+    let hpa = |name: &str, target: &str| -> HorizontalPodAutoscaler {
+        serde_json::from_value(json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": name},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+                     "minReplicas": 2, "maxReplicas": 8,
+                     "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                         "target": {"type": "Utilization", "averageUtilization": 50}}}]}
+        }))
+        .unwrap()
+    };
+    hpas.create(&PostParams::default(), &hpa("web", "web"))
+        .await
+        .unwrap();
+    hpas.create(&PostParams::default(), &hpa("lost", "missing"))
+        .await
+        .unwrap();
+
+    // No utilization yet: nothing to compute, and the target keeps its count.
+    let waiting = eventually("the HPA says it has no metric", async || {
+        let h = hpas.get("web").await.ok()?;
+        let active = hpa_condition(&h, "ScalingActive")?;
+        (active["status"] == "False").then_some(h)
+    })
+    .await;
+    let active = hpa_condition(&waiting, "ScalingActive").unwrap();
+    assert_eq!(active["reason"], "FailedGetResourceMetric");
+    assert!(
+        active["message"]
+            .as_str()
+            .unwrap()
+            .contains("simulate.gantry.dev/load"),
+        "{active}"
+    );
+    let status = waiting.status.as_ref().unwrap();
+    assert_eq!(
+        (status.current_replicas, status.desired_replicas),
+        (Some(3), 3)
+    );
+    let lost = eventually("the HPA without a target says so", async || {
+        let h = hpas.get("lost").await.ok()?;
+        let able = hpa_condition(&h, "AbleToScale")?;
+        (able["status"] == "False").then_some(able)
+    })
+    .await;
+    assert_eq!(lost["reason"], "FailedGetScale");
+    assert!(
+        lost["message"].as_str().unwrap().contains("missing"),
+        "{lost}"
+    );
+
+    // Three Pods' worth of load on 3 replicas is twice the target
+    // utilization: twice the replicas, where it holds; then the bounds.
+    for (load, replicas, limited) in [
+        (300, 6, "DesiredWithinRange"),
+        (1000, 8, "TooManyReplicas"),
+        (10, 2, "TooFewReplicas"),
+    ] {
+        hpas.patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {
+                "simulate.gantry.dev/load": load.to_string()}}})),
+        )
+        .await
+        .unwrap();
+        let h = eventually(&format!("scaled to {replicas}"), async || {
+            let d = deployments.get("web").await.ok()?;
+            let h = hpas.get("web").await.ok()?;
+            let status = h.status.as_ref()?;
+            let done = d.spec?.replicas == Some(replicas)
+                && status.current_replicas == Some(replicas)
+                && status.desired_replicas == replicas;
+            done.then_some(h)
+        })
+        .await;
+        let limits = hpa_condition(&h, "ScalingLimited").unwrap();
+        assert_eq!(limits["reason"], limited, "{limits}");
+        assert_eq!(
+            hpa_condition(&h, "ScalingActive").unwrap()["reason"],
+            "ValidMetricFound"
+        );
+        assert!(hpa_condition(&h, "AbleToScale").unwrap()["status"] == "True");
+        let status = h.status.as_ref().unwrap();
+        assert!(status.last_scale_time.is_some());
+        let metric = serde_json::to_value(&status.current_metrics).unwrap();
+        assert_eq!(
+            metric[0]["resource"]["current"]["averageUtilization"],
+            (f64::from(load) / f64::from(replicas)).round()
+        );
+    }
+    // The replicas were written through the scale subresource.
+    let d = deployments.get("web").await.unwrap();
+    let scaled = d
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .find(|m| m.subresource.as_deref() == Some("scale"))
+        .expect("a scale entry");
+    assert_eq!(scaled.manager.as_deref(), Some("gantry-simulate"));
 }

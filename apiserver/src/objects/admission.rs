@@ -211,6 +211,31 @@ pub fn validate_schema(info: &ResourceInfo, obj: &Value, old: Option<&Value>) ->
     Err(ApiError::invalid(&info.group, &info.kind, &name, causes))
 }
 
+/// A new object as a create of it admits it, away from any server: decoded
+/// and defaulted ([`normalize`]: a custom resource pruned and defaulted
+/// against its CRD's schema), placed in `default` when it is namespaced
+/// and names no namespace (kubectl's namespace), then validated (the CRD's
+/// OpenAPI v3 schema and CEL `x-kubernetes-validations`, name and labels).
+/// Nothing a server adds (uid, timestamps, managedFields) and no webhook.
+/// Returns the warnings (unknown fields dropped).
+pub fn admit_detached(info: &ResourceInfo, obj: &mut Value) -> ApiResult<Vec<String>> {
+    check_type_meta(info, obj)?;
+    let warnings = normalize(info, obj, FieldValidation::Warn)?;
+    if info.namespaced {
+        let meta = crate::objects::meta::meta_mut(obj);
+        if meta
+            .get("namespace")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            meta.insert("namespace".into(), Value::String("default".into()));
+        }
+    }
+    validate_schema(info, obj, None)?;
+    crate::objects::meta::validate_name_and_labels(info, obj)?;
+    Ok(warnings)
+}
+
 fn strict_error(info: &ResourceInfo, unknown: &[String]) -> ApiError {
     let list: Vec<String> = unknown
         .iter()

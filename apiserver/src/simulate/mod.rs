@@ -13,6 +13,8 @@
 //! - [`replicasets`], [`deployments`], [`statefulsets`], [`daemonsets`], [`jobs`]:
 //!   the workload controllers: children with owner references, scaling, rollouts
 //!   and status as kube's controllers write it.
+//! - [`autoscalers`]: kube's horizontal pod autoscaler, from a utilization set
+//!   by hand in an annotation of each HPA (no metrics server runs here).
 //! - [`disruption`]: the status of `PodDisruptionBudgets`, as kube's disruption
 //!   controller computes it, so evictions honour budgets.
 //! - [`template`]: Pods from pod templates, and template hashes.
@@ -24,6 +26,7 @@
 //! reconcile always sees what the previous one created (kube's controllers keep
 //! "expectations" for that instead).
 
+pub mod autoscalers;
 pub mod conditions;
 pub mod daemonsets;
 pub mod deployments;
@@ -62,6 +65,9 @@ pub struct Settings {
     /// How long a Pod stays Pending (`ContainerCreating`) before it is Running and
     /// Ready; also how long a Pod that does not restart runs before it succeeds.
     pub pod_ready_after: Duration,
+    /// How often each `HorizontalPodAutoscaler` is looked at again besides its
+    /// own changes (kube's `--horizontal-pod-autoscaler-sync-period`).
+    pub autoscaler_sync: Duration,
 }
 
 impl Default for Settings {
@@ -69,6 +75,7 @@ impl Default for Settings {
         Self {
             node: NODE_NAME.to_string(),
             pod_ready_after: Duration::from_millis(500),
+            autoscaler_sync: Duration::from_secs(15),
         }
     }
 }
@@ -117,6 +124,7 @@ pub async fn run(client: Client, settings: Settings) {
         daemonsets::run(ctx.clone()),
         jobs::run(ctx.clone()),
         disruption::run(ctx.clone()),
+        autoscalers::run(ctx.clone()),
     );
 }
 

@@ -11,6 +11,7 @@ mod apply;
 mod bench;
 mod component;
 mod convert;
+mod local_cluster;
 mod operator;
 mod plugin;
 mod policy;

@@ -12,9 +12,11 @@ use gantry_sdk::{Request, Response, Trigger};
 use serde::Serialize;
 
 use super::component::component;
+use super::local_cluster::RunChecks;
 use super::{call_failed, exit, fail};
 use crate::capability::secrets::StaticSecrets;
 use crate::capability::{Grants, HttpGrant};
+use crate::controller::binding::BindingSpec;
 use crate::manifest::{read_object, read_objects, read_value};
 use crate::runtime::{CallError, Limits, ReconcilerPlugin};
 use crate::toolchain::{self, BuildOptions};
@@ -141,16 +143,26 @@ pub struct CallArgs {
 pub struct RunArgs {
     #[command(flatten)]
     call: CallArgs,
-    /// The binding (binding.yaml) whose capabilities the call gets, as in a
-    /// cluster: its outbound HTTP grant (allow list, limits, secret
-    /// headers). Without it, the plugin's HTTP requests fail `not-granted`.
+    /// The binding (binding.yaml; default: the project directory's) the
+    /// call is made under, as in a cluster: the answer must pass its
+    /// guardrails, and the plugin gets its outbound HTTP grant (allow list,
+    /// limits, secret headers). Without one, HTTP requests fail
+    /// `not-granted`.
     #[arg(long)]
     binding: Option<PathBuf>,
     /// A value of a Secret the binding's `secretHeaders` name, as
     /// `SECRET/KEY=VALUE` (repeatable); the host adds it as the header and
     /// the plugin never sees it.
-    #[arg(long = "secret", value_name = "SECRET/KEY=VALUE", requires = "binding")]
+    #[arg(long = "secret", value_name = "SECRET/KEY=VALUE")]
     secrets: Vec<String>,
+    /// CRDs whose defaults and validation the parent gets before the call,
+    /// as the API server applies them on create (default: the project's,
+    /// derived from its types or its crd.yaml).
+    #[arg(long)]
+    crd: Vec<PathBuf>,
+    /// The operator's namespace, where the guardrails place no child.
+    #[arg(long, env = "GANTRY_NAMESPACE", default_value = "gantry-system")]
+    namespace: String,
 }
 
 #[derive(Debug, Args)]
@@ -357,18 +369,38 @@ fn load(args: &CallArgs) -> Result<(std::sync::Arc<ReconcilerPlugin>, Request), 
 }
 
 fn run_once(args: &RunArgs) -> ExitCode {
-    let grants = match local_grants(args) {
+    let checks = match RunChecks::new(
+        &args.call.plugin,
+        args.binding.as_deref(),
+        &args.crd,
+        &args.namespace,
+    ) {
+        Ok(checks) => checks,
+        Err(e) => return fail(exit::OTHER, &e),
+    };
+    let grants = match local_grants(checks.binding(), &args.secrets) {
         Ok(grants) => grants,
         Err(e) => return fail(exit::OTHER, &e),
     };
-    let (plugin, request) = match load(&args.call) {
+    let (plugin, mut request) = match load(&args.call) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
+    // A captured request (--request) holds the parent as the API server
+    // stored it.
+    if let Some(path) = &args.call.parent
+        && let Err(e) = checks.admit(&mut request.parent)
+    {
+        return fail(exit::OTHER, &format!("{}: {e:#}", path.display()));
+    }
+    let parent = request.parent.clone();
     let called = super::tokio_runtime()
         .map(|tokio| tokio.block_on(plugin.reconcile_with(request, args.call.limits(), grants)));
     match called {
         Ok(Ok(response)) => {
+            if let Err((reason, message)) = checks.check(&parent, response.children.clone()) {
+                return fail(exit::SANDBOX, &format!("{reason}: {message}"));
+            }
             print!("{}", render_yaml(&response));
             ExitCode::SUCCESS
         }
@@ -377,21 +409,21 @@ fn run_once(args: &RunArgs) -> ExitCode {
     }
 }
 
-/// What `--binding` grants a local call: its outbound HTTP, with the
+/// What the binding grants a local call: its outbound HTTP, with the
 /// `--secret` values for its secret headers.
-fn local_grants(args: &RunArgs) -> anyhow::Result<Grants> {
-    let Some(path) = &args.binding else {
+fn local_grants(binding: Option<&BindingSpec>, secrets: &[String]) -> anyhow::Result<Grants> {
+    let Some(spec) = binding else {
+        anyhow::ensure!(
+            secrets.is_empty(),
+            "--secret fills a binding's secret headers: name the binding with --binding"
+        );
         return Ok(Grants::default());
     };
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let spec = crate::controller::binding::parse_spec(&text)
-        .with_context(|| format!("{} is not a valid binding", path.display()))?;
     let Some(http) = &spec.capabilities.http else {
         return Ok(Grants::default());
     };
     let mut values = HashMap::new();
-    for entry in &args.secrets {
+    for entry in secrets {
         let parsed = entry
             .split_once('=')
             .and_then(|(name, value)| Some((name.split_once('/')?, value)));

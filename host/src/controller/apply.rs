@@ -169,6 +169,8 @@ pub async fn apply_children(
             .map(|live| (live, live.to_json(&kind.info.resource)));
         let applied_before = ctx.with_state(&parent_key, |s| s.applied_as(&key, print));
         let live = live.as_ref().map(|(object, json)| (*object, json));
+        // The child as read when the cache lacks it, for the hand-over.
+        let mut read = None;
         let before = match step(live, &ctx.name, &uid, applied_before, object) {
             Step::Skip => {
                 stats.skipped += 1;
@@ -190,10 +192,25 @@ pub async fn apply_children(
                 {
                     return Err(not_ours(child, existing));
                 }
+                read = existing.as_ref().and_then(|e| serde_json::to_value(e).ok());
                 existing.and_then(|e| e.resource_version())
             }
             Step::Apply => cached.as_deref().and_then(ResourceExt::resource_version),
         };
+        super::handover::hand_over(
+            &api,
+            &ctx.current().spec.hand_over,
+            &ctx.name,
+            &manager,
+            &child.kind,
+            object,
+            read.as_ref().or(live.map(|(_, json)| json)),
+        )
+        .await
+        .map_err(|e| ReconcileError::Apply {
+            child: child.display(),
+            source: e,
+        })?;
         let returned = api
             .patch(
                 &child.name,

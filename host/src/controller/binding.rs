@@ -147,6 +147,11 @@ pub struct BindingSpec {
     /// unless granted.
     #[serde(default)]
     pub capabilities: crate::capability::CapabilitiesSpec,
+    /// Fields of children that pass to another controller (an HPA's
+    /// `spec.replicas`) when the plugin stops setting them, instead of
+    /// being removed (see [`handover`](super::handover)).
+    #[serde(default)]
+    pub hand_over: Vec<super::handover::HandOverSpec>,
 }
 
 fn default_resync() -> u64 {
@@ -331,6 +336,8 @@ pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
             ));
         }
     }
+    super::handover::check(&spec.hand_over, &spec.children)
+        .map_err(|(at, message)| field(&at, message))?;
     if spec.max_concurrent_reconciles == Some(0) {
         return Err(field("maxConcurrentReconciles", "must be at least 1"));
     }

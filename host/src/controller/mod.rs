@@ -17,6 +17,7 @@ pub mod events;
 pub mod finalizer;
 pub mod grants;
 pub mod guardrails;
+pub mod handover;
 pub mod intent;
 pub mod leader;
 pub mod ledger;

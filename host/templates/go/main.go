@@ -46,12 +46,8 @@ func (Plugin) Reconcile(req *gantry.Request) (*gantry.Response, error) {
 	if greeting == "" {
 		greeting = "Hello"
 	}
-	punctuation := spec.Punctuation
-	if punctuation == "" {
-		// The API server fills in the CRD's default; a local run does not.
-		punctuation = "!"
-	}
-	message := fmt.Sprintf("%s, %s%s", greeting, spec.Who, punctuation)
+	// The API server (and `gantry plugin run`) fills in the CRD's default.
+	message := fmt.Sprintf("%s, %s%s", greeting, spec.Who, spec.Punctuation)
 	child := corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-greeting"},

@@ -9,7 +9,7 @@ import (
 
 func TestGreetsWhoTheSpecNames(t *testing.T) {
 	req := gantry.NewRequest(`{"apiVersion":"example.com/v1","kind":"Greeting",
-		"metadata":{"name":"world","namespace":"default"},"spec":{"who":"World"}}`).
+		"metadata":{"name":"world","namespace":"default"},"spec":{"who":"World","punctuation":"!"}}`).
 		WithConfig(map[string]string{"greeting": "Hi"})
 	resp, err := Plugin{}.Reconcile(req)
 	if err != nil {
