@@ -48,6 +48,10 @@ pub enum PluginCommand {
     /// Print the CRDs a plugin project ships (derived from its types, or
     /// its crd.yaml).
     Crd(super::apply::CrdArgs),
+    /// Run the project's declarative cases (tests/*.yaml) in the sandbox
+    /// and compare each answer with what the case expects; exit 1 when one
+    /// differs. `--update` writes the answers into the cases.
+    Test(super::plugin_test::TestArgs),
 }
 
 /// Languages `plugin new` scaffolds.
@@ -201,6 +205,7 @@ pub fn run(command: PluginCommand) -> ExitCode {
         PluginCommand::Capture(args) => super::rollout::capture(&args),
         PluginCommand::Apply(args) => super::apply::apply(&args),
         PluginCommand::Crd(args) => super::apply::crd(&args),
+        PluginCommand::Test(args) => super::plugin_test::test(&args),
     }
 }
 
