@@ -14,6 +14,7 @@ mod component;
 mod convert;
 mod operator;
 mod plugin;
+mod plugin_serve;
 mod plugin_test;
 mod policy;
 mod rbac;

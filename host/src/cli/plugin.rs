@@ -52,6 +52,10 @@ pub enum PluginCommand {
     /// and compare each answer with what the case expects; exit 1 when one
     /// differs. `--update` writes the answers into the cases.
     Test(super::plugin_test::TestArgs),
+    /// Serve one plugin project on a fresh embedded API server, for tests:
+    /// its CRDs installed, its binding applied, the operator running; one
+    /// JSON line on stdout once the binding serves.
+    Serve(super::plugin_serve::ServeArgs),
 }
 
 /// Languages `plugin new` scaffolds.
@@ -206,6 +210,7 @@ pub fn run(command: PluginCommand) -> ExitCode {
         PluginCommand::Apply(args) => super::apply::apply(&args),
         PluginCommand::Crd(args) => super::apply::crd(&args),
         PluginCommand::Test(args) => super::plugin_test::test(&args),
+        PluginCommand::Serve(args) => super::plugin_serve::serve(&args),
     }
 }
 
