@@ -196,6 +196,11 @@ async fn serve_async(args: &ServeArgs) -> Result<(), Stop> {
     Ok(())
 }
 
+/// Components up to this size are tried inline (zstd-compressed) in the
+/// binding's ConfigMap; a larger one would have to shrink more than
+/// fourfold to fit, which a component does not.
+const INLINE_MAX: usize = 4 * config_map::MAX_CONFIG_MAP_BYTES;
+
 /// Apply the project's CRDs and binding, and wait for the operator's
 /// answer.
 async fn bind(
@@ -210,15 +215,24 @@ async fn bind(
         crds,
     } = project;
     let digest = crate::runtime::digest(&component);
-    let config_map = match config_map::for_document(&document, namespace, Some(&component)) {
-        Ok(cm) => cm,
-        Err(e) if e.is::<config_map::TooLarge>() => {
-            let store = place::Place::Store(crate::dev::components::store()?);
-            let published = place::publish(&store, document.name(), component).await?;
-            document = Document::parse(&place::bind(document.text(), &published)?)?;
-            config_map::for_document(&document, namespace, None)?
+    // A large component goes to the store without compressing its
+    // megabytes first (seconds, for a Go one).
+    let inline = if component.len() <= INLINE_MAX {
+        match config_map::for_document(&document, namespace, Some(&component)) {
+            Ok(cm) => Some(cm),
+            Err(e) if e.is::<config_map::TooLarge>() => None,
+            Err(e) => return Err(e),
         }
-        Err(e) => return Err(e),
+    } else {
+        None
+    };
+    let config_map = if let Some(cm) = inline {
+        cm
+    } else {
+        let store = place::Place::Store(crate::dev::components::store()?);
+        let published = place::publish(&store, document.name(), component).await?;
+        document = Document::parse(&place::bind(document.text(), &published)?)?;
+        config_map::for_document(&document, namespace, None)?
     };
     let publication = Publication {
         document,
