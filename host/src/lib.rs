@@ -23,6 +23,7 @@
 //! - [`rbac`]: least-privilege RBAC from bindings (`gantry rbac`), and the
 //!   access reviews that warn of missing rights when a binding loads.
 //! - [`toolchain`]: building plugin crates into components.
+//! - [`plugin_test`]: `gantry plugin test`, declarative cases for a plugin.
 //! - [`bench`]: side-by-side cost of native and plugin calls.
 //! - [`recorder`]: Kubernetes Events that always show their current message.
 //! - [`manifest`]: reading objects and values from YAML or JSON files.
@@ -39,6 +40,7 @@ pub mod conversion;
 pub mod dev;
 pub mod health;
 pub mod manifest;
+pub mod plugin_test;
 pub mod policy;
 pub mod publish;
 pub mod rbac;

@@ -1,6 +1,8 @@
-//! `gantry plugin new` scaffolds a project in each language whose own test
-//! (`test.sh`: build, `gantry plugin run` on the sample input, compare with
-//! `expected.yaml`) passes out of the box.
+//! `gantry plugin new` scaffolds a project in each language whose tests
+//! pass out of the box: `test.sh` runs the language's own unit tests
+//! (`cargo test`, `node --test`, `python3 -m unittest`, `make test`, `go
+//! test`), then `gantry plugin test .`, which builds the component and runs
+//! the cases in `tests/` in the sandbox.
 //!
 //! JavaScript and Python need Node.js/npm and Python, Go needs `go`; their toolchains are
 //! installed into the user's cache on first use (as for `polyglot.rs`).
@@ -34,7 +36,13 @@ fn scaffold_and_test(lang: &str, root: &Path) {
         String::from_utf8_lossy(&out.stderr)
     );
     let listed = String::from_utf8_lossy(&out.stdout);
-    for file in ["wit/gantry.wit", "test.sh", "expected.yaml", "binding.yaml"] {
+    for file in [
+        "wit/gantry.wit",
+        "test.sh",
+        "tests/greets-world.yaml",
+        "tests/rejects-a-missing-who.yaml",
+        "binding.yaml",
+    ] {
         assert!(
             listed.contains(file),
             "{lang}: {file} not written: {listed}"
@@ -60,7 +68,14 @@ fn scaffold_and_test(lang: &str, root: &Path) {
         "{lang}: test.sh failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("matches expected.yaml"), "{stdout}");
+    for case in [
+        "ok      greets-world",
+        "ok      refuses-an-empty-greeting",
+        "ok      rejects-a-missing-who",
+        "plugin test: 3 passed, 0 failed",
+    ] {
+        assert!(stdout.contains(case), "{lang}: no {case:?} in\n{stdout}");
+    }
     eprintln!(
         "{lang}: scaffold built and passed its test in {:?}",
         started.elapsed()

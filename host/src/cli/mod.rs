@@ -4,7 +4,8 @@
 //! 3 the plugin breached a limit, trapped or broke the contract; 4 the
 //! plugin could not be loaded; 5 bad input files or other failures.
 //! `plugin apply` has its own: 4 refused, 5 no answer in time, 6 not
-//! built, published or applied (see [`exit`]).
+//! built, published or applied; `plugin test`: 1 a case failed (see
+//! [`exit`]).
 
 mod answer_diff;
 mod apply;
@@ -14,6 +15,8 @@ mod convert;
 mod local_cluster;
 mod operator;
 mod plugin;
+mod plugin_serve;
+mod plugin_test;
 mod policy;
 mod rbac;
 mod rollout;
@@ -149,6 +152,8 @@ pub mod exit {
     pub const NO_ANSWER: u8 = 5;
     /// `plugin apply`: the plugin could not be built, published or applied.
     pub const NOT_APPLIED: u8 = 6;
+    /// `plugin test`: a case did not get the answer it expects.
+    pub const CASE_FAILED: u8 = 1;
 }
 
 /// The allocator of the `gantry` binary: mimalloc (see host/Cargo.toml), or

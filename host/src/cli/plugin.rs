@@ -50,6 +50,14 @@ pub enum PluginCommand {
     /// Print the CRDs a plugin project ships (derived from its types, or
     /// its crd.yaml).
     Crd(super::apply::CrdArgs),
+    /// Run the project's declarative cases (tests/*.yaml) in the sandbox
+    /// and compare each answer with what the case expects; exit 1 when one
+    /// differs. `--update` writes the answers into the cases.
+    Test(super::plugin_test::TestArgs),
+    /// Serve one plugin project on a fresh embedded API server, for tests:
+    /// its CRDs installed, its binding applied, the operator running; one
+    /// JSON line on stdout once the binding serves.
+    Serve(super::plugin_serve::ServeArgs),
 }
 
 /// Languages `plugin new` scaffolds.
@@ -213,6 +221,8 @@ pub fn run(command: PluginCommand) -> ExitCode {
         PluginCommand::Capture(args) => super::rollout::capture(&args),
         PluginCommand::Apply(args) => super::apply::apply(&args),
         PluginCommand::Crd(args) => super::apply::crd(&args),
+        PluginCommand::Test(args) => super::plugin_test::test(&args),
+        PluginCommand::Serve(args) => super::plugin_serve::serve(&args),
     }
 }
 

@@ -3,9 +3,9 @@
 //! `host/templates/` (embedded in the binary).
 //!
 //! Every reconcile project has the contract (`wit/gantry.wit`), a sample
-//! parent and config (`examples/`), the answer they should get
-//! (`expected.yaml`), a test (`test.sh`: build, `gantry plugin run`,
-//! compare), a `binding.yaml` and a README. The sample plugin greets: a
+//! parent and config (`examples/`), cases for `gantry plugin test`
+//! (`tests/*.yaml`), unit tests in the language's own idiom, `test.sh`
+//! (both), a `binding.yaml` and a README. The sample plugin greets: a
 //! parent with `spec.who` wants a ConfigMap `<name>-greeting`. A converter
 //! project has the same shape around `converter.yaml`, a two-version CRD
 //! and `gantry convert run --round-trip`.
@@ -45,8 +45,18 @@ const COMMON: &[TemplateFile] = &[
         false,
     ),
     (
-        "expected.yaml",
-        include_str!("../../templates/common/expected.yaml"),
+        "tests/greets-world.yaml",
+        include_str!("../../templates/common/tests/greets-world.yaml"),
+        false,
+    ),
+    (
+        "tests/rejects-a-missing-who.yaml",
+        include_str!("../../templates/common/tests/rejects-a-missing-who.yaml"),
+        false,
+    ),
+    (
+        "tests/refuses-an-empty-greeting.yaml",
+        include_str!("../../templates/common/tests/refuses-an-empty-greeting.yaml"),
         false,
     ),
     (
@@ -95,6 +105,11 @@ const JS: &[TemplateFile] = &[
         false,
     ),
     ("app.js", include_str!("../../templates/js/app.js"), false),
+    (
+        "app.test.js",
+        include_str!("../../templates/js/app.test.js"),
+        false,
+    ),
 ];
 
 const PYTHON: &[TemplateFile] = &[
@@ -109,6 +124,16 @@ const PYTHON: &[TemplateFile] = &[
         include_str!("../../templates/python/app.py"),
         false,
     ),
+    (
+        "greeting.py",
+        include_str!("../../templates/python/greeting.py"),
+        false,
+    ),
+    (
+        "test_greeting.py",
+        include_str!("../../templates/python/test_greeting.py"),
+        false,
+    ),
 ];
 
 const C: &[TemplateFile] = &[
@@ -116,6 +141,26 @@ const C: &[TemplateFile] = &[
     (
         "plugin.c",
         include_str!("../../templates/c/plugin.c"),
+        false,
+    ),
+    (
+        "greeting.c",
+        include_str!("../../templates/c/greeting.c"),
+        false,
+    ),
+    (
+        "greeting.h",
+        include_str!("../../templates/c/greeting.h"),
+        false,
+    ),
+    (
+        "tests/greeting_test.c",
+        include_str!("../../templates/c/tests/greeting_test.c"),
+        false,
+    ),
+    (
+        "Makefile",
+        include_str!("../../templates/c/Makefile"),
         false,
     ),
     (
@@ -226,7 +271,9 @@ the versions pinned in `devDependencies`; Gantry installs them once into
 SpiderMonkey: about 12 MB, too large for a ConfigMap, so bind it from an OCI
 registry or a URL. `record` fields are camelCase (`conditionType`), enums
 are lowercase strings (`'true'`), `option`s are `undefined`, and a thrown
-object `{reason, message, retryable}` is the `plugin-error`.
+object `{reason, message, retryable}` is the `plugin-error`. `app.js`
+imports nothing, so `node --test` (`npm test`) runs `app.test.js` on it
+natively.
 ";
 
 const PYTHON_NOTES: &str = "
@@ -238,7 +285,9 @@ const PYTHON_NOTES: &str = "
 generated from `wit/gantry.wit` at build time. Pure-Python dependencies
 can sit beside `app.py`. The component embeds CPython: about 18 MB, too
 large for a ConfigMap, so bind it from an OCI registry or a URL. Raise
-`Err(PluginError(message, reason, retryable))` to fail a reconcile.
+`Err(PluginError(message, reason, retryable))` to fail a reconcile. The
+logic is in `greeting.py`, free of the generated bindings, so that
+`python3 -m unittest` tests it natively (`test_greeting.py`).
 ";
 
 const C_NOTES: &str = "
@@ -249,8 +298,10 @@ clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32`); the bindings
 (`reconciler.h`) are generated at build time by wit-bindgen's C generator,
 which Gantry `cargo install`s once into `~/.cache/gantry/toolchains/c/`, and
 `wasm-component-ld` from Rust's `wasm32-wasip2` target makes the component.
-Every `.c` file here is compiled. `json.c` is a small JSON reader and
-writer; each call runs in a fresh instance, so nothing needs freeing.
+Every `.c` file here (not under `tests/`) is compiled. `json.c` is a small
+JSON reader and writer; each call runs in a fresh instance, so nothing needs
+freeing. The logic is in `greeting.c`, apart from the bindings, so that
+`make test` compiles it natively and runs `tests/greeting_test.c`.
 ";
 
 const GO_NOTES: &str = "
@@ -317,15 +368,11 @@ pub fn new_plugin(
         _ => PathBuf::new(),
     };
     let sdk = sdk.to_string_lossy().replace('\\', "/");
-    let lang_test = if language == Language::Go {
-        "# The logic, natively.\ngo test ./...\n"
-    } else {
-        ""
-    };
+    let lang_test = format!("# The logic, natively.\n{}\n", unit_test_command(language));
     let fill = |text: &str| {
         text.replace("module gantry.dev/plugins/memcached-go", "module __NAME__")
             .replace("../../go-sdk", &sdk)
-            .replace("__LANG_TEST__", lang_test)
+            .replace("__LANG_TEST__", &lang_test)
             .replace("__CRATE__", &name.replace('-', "_"))
             .replace("__NAME__", name)
             .replace("__LANG_NOTES__", notes)
@@ -336,6 +383,17 @@ pub fn new_plugin(
             .replace("__COMPONENTIZE_PY__", COMPONENTIZE_PY_VERSION)
     };
     write_files(dir, COMMON.iter().chain(files), fill)
+}
+
+/// The command that runs a `language` project's own unit tests, natively.
+pub fn unit_test_command(language: Language) -> &'static str {
+    match language {
+        Language::Rust => "cargo test --quiet",
+        Language::JavaScript => "node --test",
+        Language::Python => "python3 -m unittest --quiet",
+        Language::C => "make --silent test",
+        Language::Go => "go test ./...",
+    }
 }
 
 /// Write a new CRD converter project `name` (Rust) into `dir` (which must

@@ -38,6 +38,9 @@ func (Plugin) Reconcile(req *gantry.Request) (*gantry.Response, error) {
 	if err := req.Spec(&spec); err != nil {
 		return nil, err
 	}
+	if spec.Who == "" {
+		return nil, gantry.InvalidInput("spec.who must be a non-empty string")
+	}
 	name, err := req.ParentName()
 	if err != nil {
 		return nil, err

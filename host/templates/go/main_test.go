@@ -1,7 +1,10 @@
+// Unit tests of the plugin's logic, natively: `go test ./...`. The cases in
+// tests/ run the built component instead (`gantry plugin test .`).
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	gantry "gantry.dev/go-sdk"
@@ -23,5 +26,15 @@ func TestGreetsWhoTheSpecNames(t *testing.T) {
 	}
 	if err := (Plugin{}).ValidateConfig(json.RawMessage(`{"greeting":" "}`)); err == nil {
 		t.Fatal("a blank greeting is accepted")
+	}
+}
+
+func TestAParentWithoutWhoIsInvalidInput(t *testing.T) {
+	req := gantry.NewRequest(`{"apiVersion":"example.com/v1","kind":"Greeting",
+		"metadata":{"name":"nobody","namespace":"default"},"spec":{}}`)
+	_, err := Plugin{}.Reconcile(req)
+	var plugin *gantry.Error
+	if !errors.As(err, &plugin) || plugin.Reason != gantry.ReasonInvalidInput || plugin.Retryable {
+		t.Fatalf("want a permanent InvalidInput error, got %v", err)
 	}
 }

@@ -1,9 +1,10 @@
 """__NAME__: a Gantry reconcile plugin in Python.
 
 A parent with `spec.who` wants a ConfigMap `<name>-greeting` whose `message`
-is "<config.greeting>, <spec.who>!". componentize-py builds this module
-against the `reconciler` world in wit/gantry.wit; `wit_world` is generated
-from it. JSON crosses the boundary as strings; errors are raised as `Err`.
+is "<config.greeting>, <spec.who>!". The logic is in greeting.py; this
+module adapts it to the `reconciler` world of wit/gantry.wit, which
+componentize-py builds it against (`wit_world` is generated from it). JSON
+crosses the boundary as strings; errors are raised as `Err`.
 """
 
 import json
@@ -18,6 +19,8 @@ from wit_world.exports.reconcile import (
     Response,
 )
 
+import greeting
+
 
 class Reconcile(exports.Reconcile):
     """The `reconcile` interface."""
@@ -25,29 +28,23 @@ class Reconcile(exports.Reconcile):
     def reconcile(self, request: Request) -> Response:
         if request.finalizing:
             return Response([], None, [], [], None, True)
-        parent = json.loads(request.parent)
-        config = json.loads(request.config) or {}
-        who = (parent.get("spec") or {}).get("who")
-        if not isinstance(who, str):
-            raise Err(PluginError("spec.who must be a string", "InvalidInput", False))
-        name = parent["metadata"]["name"]
-        greeting = config.get("greeting") or "Hello"
-        message = f"{greeting}, {who}!"
-        child_name = f"{name}-greeting"
-        child = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": child_name},
-            "data": {"message": message},
-        }
+        try:
+            wanted = greeting.greet(json.loads(request.parent), json.loads(request.config))
+        except greeting.InvalidInput as e:
+            raise Err(PluginError(str(e), "InvalidInput", False))
         condition = Condition(
             "Greeted",
             ConditionStatus.TRUE,
             "ConfigMapWritten",
-            f"{child_name} says {message}",
+            wanted["condition_message"],
         )
         return Response(
-            [json.dumps(child)], json.dumps({"message": message}), [condition], [], None, False
+            [json.dumps(wanted["child"])],
+            json.dumps(wanted["status"]),
+            [condition],
+            [],
+            None,
+            False,
         )
 
 
@@ -55,14 +52,6 @@ class Config(exports.Config):
     """The `config` interface: check a binding's config."""
 
     def validate_config(self, config: str) -> None:
-        value = json.loads(config)
-        if value is None:
-            return
-        if not isinstance(value, dict):
-            raise Err("invalid config: expected a map")
-        for key in value:
-            if key != "greeting":
-                raise Err(f"invalid config: unknown field `{key}`")
-        greeting = value.get("greeting")
-        if greeting is not None and (not isinstance(greeting, str) or not greeting.strip()):
-            raise Err("config.greeting must not be empty")
+        refused = greeting.check_config(json.loads(config))
+        if refused is not None:
+            raise Err(refused)

@@ -99,6 +99,8 @@ impl Reconciler for Plugin {
 
 gantry_sdk::export_reconciler!(Plugin);
 
+// Unit tests of the logic, natively: `cargo test`. The cases in tests/ run
+// the built component instead (`gantry plugin test .`).
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +116,15 @@ mod tests {
         let response = Plugin::reconcile(request).unwrap();
         assert_eq!(response.children[0]["data"]["message"], "Hi, World!");
         assert!(Plugin::validate_config(&json!({"greeting": " "})).is_err());
+    }
+
+    #[test]
+    fn a_parent_without_who_is_invalid_input() {
+        let request = Request::for_parent(json!({
+            "apiVersion": "example.com/v1", "kind": "Greeting",
+            "metadata": {"name": "nobody", "namespace": "default"}, "spec": {}
+        }));
+        let error = Plugin::reconcile(request).unwrap_err();
+        assert_eq!((error.reason.as_str(), error.retryable), ("InvalidInput", false));
     }
 }
