@@ -35,7 +35,7 @@ pub fn parse_objects(text: &str) -> anyhow::Result<Vec<Value>> {
             other => bail!(
                 "document {} is not an object but {}",
                 index + 1,
-                kind_of(&other)
+                type_name(&other)
             ),
         }
     }
@@ -59,7 +59,8 @@ pub fn read_value(path: &Path) -> anyhow::Result<Value> {
         .with_context(|| format!("{} is not valid YAML or JSON", path.display()))
 }
 
-fn kind_of(value: &Value) -> &'static str {
+/// A value's JSON type, for messages: "a string", "an object", ...
+pub fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -20,6 +20,7 @@
 //!   # or, instead of an answer: error: {reason: InvalidInput}
 //! ```
 
+pub use crate::manifest::type_name;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
@@ -258,18 +259,6 @@ fn check_expect(expect: &Expect) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// A value's JSON type, for messages.
-pub fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a map",
-    }
 }
 
 #[cfg(test)]
