@@ -213,22 +213,24 @@ async fn a_guardrail_refusal_reads_as_the_operators(backend: Backend) {
     let wasm = dir.path().join("hostile.wasm");
     std::fs::write(&wasm, &hostile).unwrap();
     std::fs::write(dir.path().join("binding.yaml"), binding).unwrap();
-    let parent = write(dir.path(), "widget.yaml", &widget);
-    let out = tokio::task::block_in_place(|| {
-        gantry(
-            &[
-                "plugin",
-                "run",
-                "--plugin",
-                wasm.to_str().unwrap(),
-                "--binding",
-                "binding.yaml",
-                "--parent",
-                &parent,
-            ],
-            dir.path(),
-        )
-    });
+    let run = |parent: &str| {
+        tokio::task::block_in_place(|| {
+            gantry(
+                &[
+                    "plugin",
+                    "run",
+                    "--plugin",
+                    wasm.to_str().unwrap(),
+                    "--binding",
+                    "binding.yaml",
+                    "--parent",
+                    parent,
+                ],
+                dir.path(),
+            )
+        })
+    };
+    let out = run(&write(dir.path(), "widget.yaml", &widget));
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -240,22 +242,7 @@ async fn a_guardrail_refusal_reads_as_the_operators(backend: Backend) {
     // The same answer placed in the parent's namespace passes.
     let mut fine = widget.clone();
     fine["spec"]["hostile"]["children"][0]["metadata"]["namespace"] = json!("default");
-    let parent = write(dir.path(), "widget.yaml", &fine);
-    let out = tokio::task::block_in_place(|| {
-        gantry(
-            &[
-                "plugin",
-                "run",
-                "--plugin",
-                wasm.to_str().unwrap(),
-                "--binding",
-                "binding.yaml",
-                "--parent",
-                &parent,
-            ],
-            dir.path(),
-        )
-    });
+    let out = run(&write(dir.path(), "widget.yaml", &fine));
     assert!(out.status.success(), "{}", text(&out));
     let _ = stop.send(());
     operator.await.unwrap().unwrap();
