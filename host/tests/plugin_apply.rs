@@ -10,6 +10,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use gantry_test_support::output_text as text;
 use std::sync::OnceLock;
 
 use common::{Backend, NAMESPACE, backends, gantry_run, wait_for, wait_for_within};
@@ -61,15 +63,6 @@ async fn gantry(args: Vec<String>) -> Output {
 
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_string()).collect()
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 #[test]

@@ -7,6 +7,8 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Output};
+
+use gantry_test_support::output_text as text;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,15 +30,6 @@ fn write(dir: &Path, name: &str, content: &Value) -> String {
     let path = dir.join(name);
     std::fs::write(&path, serde_yaml::to_string(content).unwrap()).unwrap();
     path.display().to_string()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// The memcached kind, with a default size of 2 and a CEL rule.

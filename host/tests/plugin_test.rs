@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use gantry_test_support::output_text as text;
 use std::sync::OnceLock;
 
 const GANTRY: &str = env!("CARGO_BIN_EXE_gantry");
@@ -48,15 +50,6 @@ fn plugin_test(dir: &Path, extra: &[&str]) -> Output {
         .args(extra)
         .output()
         .unwrap()
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// Scaling from one replica to three: the child, the status from the

@@ -358,3 +358,13 @@ pub fn kubectls() -> Vec<PathBuf> {
     );
     kubectls
 }
+
+/// A finished command's exit code, stdout and stderr, for assertion messages.
+pub fn output_text(output: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
