@@ -11,6 +11,8 @@
 //! generated names, deletes (each kind answers as its registry does), admission
 //! policies and bindings (served, defaulted, printed, refused), the
 //! status new objects get, Events of both APIs with their field selectors,
+//! the objects every cluster has from its start (the kubernetes Service and
+//! its endpoints, system namespaces, the root CA ConfigMap, default roles),
 //! and 404s. Their output is not checked here (the
 //! kubectl suite of the API server does that); only what the servers
 //! answer is compared, on replay.
@@ -381,6 +383,75 @@ fn steps() -> Vec<Step> {
         step(&["version", "-o", "json"]),
         step(&["create", "namespace", NS]),
         step(&["get", "namespace", NS, "-o", "json"]),
+        // What every cluster has from its start.
+        step(&["get", "namespace", "kube-system", "-o", "json"]),
+        step(&[
+            "get",
+            "service",
+            "kubernetes",
+            "-n",
+            "default",
+            "-o",
+            "json",
+        ]),
+        step(&[
+            "get",
+            "endpoints",
+            "kubernetes",
+            "-n",
+            "default",
+            "-o",
+            "json",
+        ]),
+        step(&[
+            "get",
+            "endpointslice",
+            "kubernetes",
+            "-n",
+            "default",
+            "-o",
+            "json",
+        ]),
+        step(&[
+            "get",
+            "configmap",
+            "kube-root-ca.crt",
+            "-n",
+            NS,
+            "-o",
+            "json",
+        ]),
+        step(&["get", "clusterrole", "admin", "-o", "json"]),
+        step(&[
+            "get",
+            "clusterrole",
+            "system:aggregate-to-view",
+            "-o",
+            "json",
+        ]),
+        step(&[
+            "get",
+            "clusterrolebinding",
+            "system:discovery",
+            "-o",
+            "json",
+        ]),
+        step(&[
+            "get",
+            "clusterrolebinding",
+            "system:controller:replicaset-controller",
+            "-o",
+            "json",
+        ]),
+        step(&[
+            "get",
+            "role",
+            "extension-apiserver-authentication-reader",
+            "-n",
+            "kube-system",
+            "-o",
+            "json",
+        ]),
         step(&["create", "configmap", "cm1", "-n", NS, "--from-literal=a=1"]),
         step(&["get", "configmap", "cm1", "-n", NS, "-o", "json"]),
         step(&["get", "configmaps", "-n", NS]),
