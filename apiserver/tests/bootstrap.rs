@@ -124,6 +124,12 @@ async fn kubernetes_service_points_at_the_server(backend: Backend) {
         "kube-apiserver"
     );
 
+    // kube-apiserver cannot write the endpoints of a loopback address
+    // (Endpoints validation refuses 127.0.0.0/8), which the tests' real
+    // control plane advertises; the embedded server writes them.
+    if backend != Backend::Embedded {
+        return;
+    }
     let endpoints = "/api/v1/namespaces/default/endpoints/kubernetes";
     let found = ok(&client, "GET", endpoints, None).await;
     assert_eq!(
@@ -136,11 +142,10 @@ async fn kubernetes_service_points_at_the_server(backend: Backend) {
             "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}])
     );
 
-    let slice = ok(
+    let slice = get_when(
         &client,
-        "GET",
         "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes",
-        None,
+        |_| true,
     )
     .await;
     assert_eq!(
@@ -576,21 +581,22 @@ async fn certificate_signing_requests(backend: Backend) {
             .is_none_or(|s| s.get("conditions").is_none())
     );
 
-    // /status cannot approve: the condition is dropped.
+    // /status cannot approve.
     let mut status = created.clone();
     status["status"] = json!({"conditions": [condition("Approved")]});
-    let after = ok(
+    let (code, refusal) = send(
         &client,
         "PUT",
         &format!("{base}/alice/status"),
         Some(status),
     )
     .await;
-    assert!(
-        after["status"]
-            .get("conditions")
-            .is_none_or(|c| c == &json!([]))
+    assert_eq!(code, 422, "{refusal:#}");
+    assert_eq!(
+        refusal["details"]["causes"][0]["message"],
+        "Forbidden: updates may not add a condition of type \"Approved\""
     );
+    let after = ok(&client, "GET", &format!("{base}/alice"), None).await;
 
     // /approval approves; the signer issues a client certificate from the CA.
     let mut approval = after.clone();

@@ -1,8 +1,8 @@
 //! What a create and each kind of update may change in a
 //! `CertificateSigningRequest`, as kube's strategies: a create records its
 //! requester and drops any status; an update of the object changes
-//! metadata only; `/status` keeps the approval as it was; `/approval`
-//! keeps the certificate. New conditions get their times.
+//! metadata only; `/status` may not approve or deny (kube's validation);
+//! `/approval` keeps the certificate. New conditions get their times.
 
 use serde_json::{Value, json};
 
@@ -68,31 +68,12 @@ fn stamp_conditions(old: &Value, new: &mut Value) {
     }
 }
 
-/// `new` with its Approved and Denied conditions those of `old` (kube's
-/// `preserveConditionInstances`).
-fn keep_approval(old: &Value, new: &mut Value) {
-    let is_approval = |c: &Value| c["type"] == "Approved" || c["type"] == "Denied";
-    let mut conditions: Vec<Value> = conditions_of(new)
-        .into_iter()
-        .filter(|c| !is_approval(c))
-        .collect();
-    conditions.extend(conditions_of(old).into_iter().filter(is_approval));
-    if conditions.is_empty() && new.pointer("/status/conditions").is_none() {
-        return;
-    }
-    if !new["status"].is_object() {
-        new["status"] = json!({});
-    }
-    new["status"]["conditions"] = json!(conditions);
-}
-
 /// Applies the rules of an update of `subresource` to `new`, then kube's
 /// validation of the update (422 with its causes).
 pub fn on_update(old: &Value, new: &mut Value, subresource: Option<&str>) -> ApiResult<()> {
     new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
     let update = match subresource {
         Some("status") => {
-            keep_approval(old, new);
             stamp_conditions(old, new);
             Update::Status
         }
