@@ -637,6 +637,22 @@ async fn certificate_signing_requests(backend: Backend) {
     let lifetime = cert.validity().not_after.timestamp() - cert.validity().not_before.timestamp();
     assert!((3600..=3900).contains(&lifetime), "{lifetime}");
 
+    // kube's printer columns.
+    let (_, table) = call(
+        &client,
+        "GET",
+        &format!("{base}/alice"),
+        TABLE,
+        "application/json",
+        None,
+    )
+    .await;
+    let cells = &table["rows"][0]["cells"];
+    assert_eq!(cells[2], "kubernetes.io/kube-apiserver-client", "{table:#}");
+    assert_eq!(cells[3], signed["spec"]["username"]);
+    assert_eq!(cells[4], "60m");
+    assert_eq!(cells[5], "Approved,Issued");
+
     // Denied: no certificate. Approved and denied at once: refused.
     ok(
         &client,
