@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use futures::StreamExt;
+use gantry_test_support::raw::{self, json as send, json_ok as ok};
 use gantry_test_support::{Backend, Cluster, backends};
 use kube::Client;
 use serde_json::{Value, json};
@@ -30,37 +31,7 @@ async fn call(
     let bytes = body
         .map(|b| serde_json::to_vec(&b).unwrap())
         .unwrap_or_default();
-    let request = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("Content-Type", content_type)
-        .header("Accept", accept)
-        .body(bytes)
-        .unwrap();
-    let response = client
-        .send(request.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    let code = response.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
-}
-
-async fn send(client: &Client, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    let content_type = match method {
-        "PATCH" => "application/merge-patch+json",
-        _ => "application/json",
-    };
-    call(client, method, path, "application/json", content_type, body).await
-}
-
-async fn ok(client: &Client, method: &str, path: &str, body: Option<Value>) -> Value {
-    let (code, answer) = send(client, method, path, body).await;
-    assert!(code < 300, "{method} {path}: {code} {answer:#}");
-    answer
+    raw::request(client, method, path, content_type, accept, bytes).await
 }
 
 /// Retries `check` until it returns Some (controllers act a moment after

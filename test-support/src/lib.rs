@@ -17,6 +17,7 @@
 pub mod backup_service;
 pub mod differential;
 mod node;
+pub mod raw;
 mod real;
 mod tls;
 

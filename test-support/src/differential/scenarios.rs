@@ -378,80 +378,37 @@ fn changed_config_map(json: &str) -> String {
     cm.to_string()
 }
 
+/// `kubectl get ARGS -o json`.
+macro_rules! get_json {
+    ($($arg:expr),+) => {
+        step(&["get", $($arg,)+ "-o", "json"])
+    };
+}
+
 fn steps() -> Vec<Step> {
     vec![
         step(&["version", "-o", "json"]),
         step(&["create", "namespace", NS]),
         step(&["get", "namespace", NS, "-o", "json"]),
         // What every cluster has from its start.
-        step(&["get", "namespace", "kube-system", "-o", "json"]),
-        step(&[
-            "get",
-            "service",
-            "kubernetes",
-            "-n",
-            "default",
-            "-o",
-            "json",
-        ]),
-        step(&[
-            "get",
-            "endpoints",
-            "kubernetes",
-            "-n",
-            "default",
-            "-o",
-            "json",
-        ]),
-        step(&[
-            "get",
-            "endpointslice",
-            "kubernetes",
-            "-n",
-            "default",
-            "-o",
-            "json",
-        ]),
-        step(&[
-            "get",
-            "configmap",
-            "kube-root-ca.crt",
-            "-n",
-            NS,
-            "-o",
-            "json",
-        ]),
-        step(&["get", "clusterrole", "admin", "-o", "json"]),
-        step(&[
-            "get",
-            "clusterrole",
-            "system:aggregate-to-view",
-            "-o",
-            "json",
-        ]),
-        step(&[
-            "get",
+        get_json!("namespace", "kube-system"),
+        get_json!("service", "kubernetes", "-n", "default"),
+        get_json!("endpoints", "kubernetes", "-n", "default"),
+        get_json!("endpointslice", "kubernetes", "-n", "default"),
+        get_json!("configmap", "kube-root-ca.crt", "-n", NS),
+        get_json!("clusterrole", "admin"),
+        get_json!("clusterrole", "system:aggregate-to-view"),
+        get_json!("clusterrolebinding", "system:discovery"),
+        get_json!(
             "clusterrolebinding",
-            "system:discovery",
-            "-o",
-            "json",
-        ]),
-        step(&[
-            "get",
-            "clusterrolebinding",
-            "system:controller:replicaset-controller",
-            "-o",
-            "json",
-        ]),
-        step(&[
-            "get",
+            "system:controller:replicaset-controller"
+        ),
+        get_json!(
             "role",
             "extension-apiserver-authentication-reader",
             "-n",
-            "kube-system",
-            "-o",
-            "json",
-        ]),
+            "kube-system"
+        ),
         step(&["create", "configmap", "cm1", "-n", NS, "--from-literal=a=1"]),
         step(&["get", "configmap", "cm1", "-n", NS, "-o", "json"]),
         step(&["get", "configmaps", "-n", NS]),
