@@ -89,6 +89,11 @@ pub struct App {
     pub policies: crate::admission::policy::Policies,
     /// The open watches.
     pub watches: Arc<crate::watch::Hub>,
+    /// Wakes the bootstrap controllers (kubernetes Service, aggregated roles,
+    /// root CA ConfigMaps) after writes that concern them.
+    pub bootstrap: Notify,
+    /// The TLS identity served (its CA is published and signs certificates).
+    pub tls: Option<Arc<crate::tls::Identity>>,
 }
 
 impl App {
@@ -170,6 +175,9 @@ impl App {
         });
         if relevant {
             self.controllers.notify_one();
+        }
+        if crate::bootstrap::concerns(events) {
+            self.bootstrap.notify_one();
         }
     }
 }

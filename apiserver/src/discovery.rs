@@ -237,6 +237,16 @@ fn resource_json(r: &ResourceInfo) -> Vec<Value> {
             "name": "pods/eviction", "singularName": "", "namespaced": true,
             "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]
         }));
+        out.push(json!({
+            "name": "pods/ephemeralcontainers", "singularName": "", "namespaced": true,
+            "kind": "Pod", "verbs": ["get", "patch", "update"]
+        }));
+    }
+    if crate::certificates::is_csr(r) {
+        out.push(json!({
+            "name": format!("{}/approval", r.plural), "singularName": "", "namespaced": false,
+            "kind": r.kind, "verbs": ["get", "patch", "update"]
+        }));
     }
     if is_service_accounts(r) {
         out.push(json!({
@@ -308,6 +318,18 @@ fn resource_v2(r: &ResourceInfo) -> Value {
             "subresource": "eviction",
             "responseKind": kind_ref("policy", "v1", "Eviction"),
             "verbs": ["create"],
+        }));
+        subresources.push(json!({
+            "subresource": "ephemeralcontainers",
+            "responseKind": kind_ref("", "v1", "Pod"),
+            "verbs": ["get", "patch", "update"],
+        }));
+    }
+    if crate::certificates::is_csr(r) {
+        subresources.push(json!({
+            "subresource": "approval",
+            "responseKind": kind_ref(&r.group, &r.version, &r.kind),
+            "verbs": ["get", "patch", "update"],
         }));
     }
     if is_service_accounts(r) {

@@ -22,6 +22,8 @@ pub mod admission;
 pub mod apiservices;
 pub mod app;
 pub mod auth;
+pub mod bootstrap;
+pub mod certificates;
 pub mod config;
 pub mod conversion;
 pub mod crd;

@@ -66,34 +66,13 @@ fn bootstrap(app: &App) {
     app.policies.reload(&app.store);
     let apiservices = crate::apiservices::objects(&crate::apiservices::served(&app.registry));
     let _ = app.store.commit(|view| {
-        let policy = crate::auth::bootstrap::objects()
-            .into_iter()
-            .chain(apiservices)
-            .filter(|(key, _)| view.get(key).is_none())
-            .map(|(key, obj)| crate::storage::Write::Put(key, obj));
-        let writes = ["default", "kube-system", "kube-public", "kube-node-lease"]
-            .iter()
-            .filter(|ns| {
-                view.get(&crate::handlers::write::namespace_key(ns))
-                    .is_none()
-            })
-            .map(|ns| {
-                let obj = serde_json::json!({
-                    "apiVersion": "v1",
-                    "kind": "Namespace",
-                    "metadata": {
-                        "name": ns,
-                        "uid": uuid::Uuid::new_v4().to_string(),
-                        "creationTimestamp": crate::objects::meta::now_rfc3339(),
-                        "labels": { "kubernetes.io/metadata.name": ns },
-                    },
-                    "spec": { "finalizers": ["kubernetes"] },
-                    "status": { "phase": "Active" },
-                });
-                crate::storage::Write::Put(crate::handlers::write::namespace_key(ns), obj)
-            })
-            .chain(policy)
-            .collect();
+        let mut writes = crate::bootstrap::at_start(app, view);
+        writes.extend(
+            apiservices
+                .into_iter()
+                .filter(|(key, _)| view.get(key).is_none())
+                .map(|(key, obj)| crate::storage::Write::Put(key, obj)),
+        );
         Ok::<_, std::convert::Infallible>(((), writes))
     });
 }
@@ -116,6 +95,15 @@ impl ApiServer {
                 .expect("store open task")?,
             None => Store::open(None, history)?,
         };
+        let tls = match (&config.data_dir, config.tls) {
+            (_, false) => None,
+            (Some(dir), true) => Some(crate::tls::Identity::load_or_generate(
+                &dir.join("tls"),
+                config.listen,
+            )?),
+            (None, true) => Some(crate::tls::Identity::generate(config.listen)?),
+        }
+        .map(Arc::new);
         let app = Arc::new(App {
             registry: Registry::with_builtins(),
             service_account_tokens: crate::auth::tokens::Signer::new(config.token.as_deref()),
@@ -134,6 +122,8 @@ impl ApiServer {
                     history: config.watch_history as u64,
                 },
             )),
+            bootstrap: tokio::sync::Notify::new(),
+            tls: tls.clone(),
         });
         let app = if app.store.is_durable() {
             tokio::task::spawn_blocking(move || {
@@ -173,15 +163,6 @@ impl ApiServer {
         app.watches.start_at(app.store.rv());
         let hub = tokio::spawn(crate::watch::run(app.clone(), live, stop_rx.clone()));
         let router = crate::http::router(app.clone());
-        let tls = match (&config.data_dir, config.tls) {
-            (_, false) => None,
-            (Some(dir), true) => Some(crate::tls::Identity::load_or_generate(
-                &dir.join("tls"),
-                config.listen,
-            )?),
-            (None, true) => Some(crate::tls::Identity::generate(config.listen)?),
-        }
-        .map(Arc::new);
         if let (Some(dir), Some(token)) = (&config.data_dir, &config.token) {
             // `gantry apiserver --data-dir D` uses it again after a restart.
             crate::private_file::write(&dir.join(crate::config::TOKEN_FILE), token.as_bytes())
@@ -197,13 +178,23 @@ impl ApiServer {
             router,
             stop_rx.clone(),
         ));
+        // The kubernetes Service needs the bound port: made before serving.
+        if app.store.is_durable() {
+            let app = app.clone();
+            tokio::task::spawn_blocking(move || crate::bootstrap::reconcile(&app))
+                .await
+                .expect("bootstrap task");
+        } else {
+            crate::bootstrap::reconcile(&app);
+        }
+        let controllers = tokio::spawn(crate::bootstrap::run(app.clone(), stop_rx.clone()));
         let gc = tokio::spawn(crate::gc::run(app.clone(), stop_rx));
         Ok(ApiServerHandle {
             app,
             addr,
             tls,
             stop,
-            tasks: vec![server, gc, hub],
+            tasks: vec![server, gc, hub, controllers],
         })
     }
 }

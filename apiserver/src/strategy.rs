@@ -88,6 +88,8 @@ pub fn on_update(
         crate::admission::config::admit(info, new, Some(old))?;
     } else if is_policy(info) && subresource.is_none() {
         crate::admission::policy::config::admit(info, new)?;
+    } else if crate::certificates::is_csr(info) {
+        crate::certificates::strategy::on_update(old, new, subresource)?;
     } else if is(info, "", "services") {
         // Allocated fields survive updates that do not mention them.
         for f in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {

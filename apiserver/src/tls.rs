@@ -16,6 +16,10 @@ pub struct Identity {
     pub ca_pem: String,
     /// The CA certificate (DER).
     pub ca_der: Vec<u8>,
+    /// The CA's private key (PEM), which signs the certificates of approved
+    /// `CertificateSigningRequests`; None for an identity kept from before
+    /// the key was.
+    pub ca_key_pem: Option<String>,
     chain_pem: String,
     key_pem: String,
 }
@@ -68,17 +72,19 @@ impl Identity {
         leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         leaf.not_before = ca.not_before;
         leaf.not_after = ca.not_after;
+        let ca_key_pem = ca_key.serialize_pem();
         let issuer = Issuer::new(ca, ca_key);
         let leaf_cert = leaf.signed_by(&key, &issuer).map_err(err)?;
         Ok(Identity {
             ca_pem: ca_cert.pem(),
             ca_der: ca_cert.der().to_vec(),
+            ca_key_pem: Some(ca_key_pem),
             chain_pem: format!("{}{}", leaf_cert.pem(), ca_cert.pem()),
             key_pem: key.serialize_pem(),
         })
     }
 
-    /// The identity kept in `dir` (`ca.crt`, `tls.crt`, `tls.key`), or a new one
+    /// The identity kept in `dir` (`ca.crt`, `ca.key`, `tls.crt`, `tls.key`), or a new one
     /// written there (each file 0600, atomically) when `dir` has none.
     pub fn load_or_generate(dir: &Path, listen: SocketAddr) -> Result<Identity, TlsError> {
         let read = |name: &str| std::fs::read_to_string(dir.join(name));
@@ -91,13 +97,16 @@ impl Identity {
             return Ok(Identity {
                 ca_pem,
                 ca_der,
+                ca_key_pem: read("ca.key").ok(),
                 chain_pem,
                 key_pem,
             });
         }
         let id = Identity::generate(listen)?;
         crate::private_file::create_dir(dir).map_err(err)?;
+        let ca_key = id.ca_key_pem.clone().unwrap_or_default();
         for (name, text) in [
+            ("ca.key", &ca_key),
             ("tls.key", &id.key_pem),
             ("tls.crt", &id.chain_pem),
             ("ca.crt", &id.ca_pem),

@@ -241,7 +241,7 @@ async fn delete_collection_with_selector() {
         .iter()
         .map(|i| i["metadata"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, vec!["c3"]);
+    assert_eq!(names, vec!["c3", "kube-root-ca.crt"]);
 }
 
 #[tokio::test]

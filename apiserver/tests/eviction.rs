@@ -9,7 +9,7 @@ mod webhook_server;
 use std::time::Duration;
 
 use futures::StreamExt;
-use gantry_test_support::{Backend, Cluster, backends};
+use gantry_test_support::{Backend, Cluster, backends, raw};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Patch, PatchParams, PostParams, WatchEvent, WatchParams};
@@ -50,22 +50,8 @@ async fn budget_status(client: &Client, allowed: i32) {
 async fn evict(client: &Client, pod: &str, delete_options: Value, query: &str) -> (u16, Value) {
     let body = json!({"apiVersion": "policy/v1", "kind": "Eviction",
         "metadata": {"name": pod, "namespace": NS}, "deleteOptions": delete_options});
-    let request = http::Request::post(format!(
-        "/api/v1/namespaces/{NS}/pods/{pod}/eviction{query}"
-    ))
-    .header("Content-Type", "application/json")
-    .body(serde_json::to_vec(&body).unwrap())
-    .unwrap();
-    let response = client
-        .send(request.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    let code = response.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    (code, serde_json::from_slice(&bytes).unwrap())
+    let path = format!("/api/v1/namespaces/{NS}/pods/{pod}/eviction{query}");
+    raw::json(client, "POST", &path, Some(body)).await
 }
 
 /// A client of `cluster` that shows a 429 instead of retrying it as kube-rs does.
@@ -202,15 +188,9 @@ async fn evictions_honour_disruption_budgets(backend: Backend) {
     pods.create(&PostParams::default(), &pending).await.unwrap();
     let body =
         json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "other"}});
-    let request = http::Request::post(format!("/api/v1/namespaces/{NS}/pods/web-2/eviction"))
-        .header("Content-Type", "application/json")
-        .body(serde_json::to_vec(&body).unwrap())
-        .unwrap();
-    let response = client
-        .send(request.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 400);
+    let path = format!("/api/v1/namespaces/{NS}/pods/web-2/eviction");
+    let (code, _) = raw::json(&client, "POST", &path, Some(body)).await;
+    assert_eq!(code, 400);
     let (code, body) = evict(&client, "web-2", json!({}), "").await;
     assert_eq!(code, 201, "{body}");
     assert!(pods.get_opt("web-2").await.unwrap().is_none());

@@ -6,6 +6,7 @@
 use std::process::Stdio;
 
 use futures::StreamExt;
+use gantry_test_support::raw::{json as send, json_ok as ok};
 use gantry_test_support::{Backend, Cluster, backends, kubectls};
 use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
 use kube::api::{WatchEvent, WatchParams};
@@ -14,41 +15,6 @@ use serde_json::{Value, json};
 
 const V1: &str = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers";
 const V2: &str = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers";
-
-/// Sends one request (PATCH as a merge patch), returning the status code and answer.
-async fn send(client: &Client, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    let content_type = if method == "PATCH" {
-        "application/merge-patch+json"
-    } else {
-        "application/json"
-    };
-    let bytes = body
-        .map(|b| serde_json::to_vec(&b).unwrap())
-        .unwrap_or_default();
-    let request = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("Content-Type", content_type)
-        .header("Accept", "application/json")
-        .body(bytes)
-        .unwrap();
-    let response = client
-        .send(request.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    let code = response.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
-}
-
-async fn ok(client: &Client, method: &str, path: &str, body: Option<Value>) -> Value {
-    let (code, answer) = send(client, method, path, body).await;
-    assert!(code < 300, "{method} {path}: {code} {answer:#}");
-    answer
-}
 
 fn annotation(obj: &Value, key: &str) -> Value {
     obj["metadata"]["annotations"][key].clone()

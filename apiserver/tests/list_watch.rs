@@ -50,11 +50,11 @@ async fn label_and_field_selectors() {
     for (sel, want) in [
         ("app=web", vec!["a"]),
         ("app==web", vec!["a"]),
-        ("app!=web", vec!["b", "c"]),
+        ("app!=web", vec!["b", "c", "kube-root-ca.crt"]),
         ("app in (web,db)", vec!["a", "b"]),
-        ("app notin (web)", vec!["b", "c"]),
+        ("app notin (web)", vec!["b", "c", "kube-root-ca.crt"]),
         ("app", vec!["a", "b"]),
-        ("!app", vec!["c"]),
+        ("!app", vec!["c", "kube-root-ca.crt"]),
         ("app=web,tier=fe", vec!["a"]),
     ] {
         assert_eq!(
@@ -86,7 +86,16 @@ async fn label_and_field_selectors() {
     )
     .await
     .json();
-    assert_eq!(names(&by_ns), vec!["d"]);
+    // kube-node-lease's, kube-public's and kube-system's root CA, and d.
+    assert_eq!(
+        names(&by_ns),
+        vec![
+            "kube-root-ca.crt",
+            "kube-root-ca.crt",
+            "d",
+            "kube-root-ca.crt"
+        ]
+    );
     let r = req(
         a,
         "GET",
@@ -128,8 +137,9 @@ async fn pagination_with_continue_and_expiry() {
     )
     .await
     .json();
-    assert_eq!(names(&p1), vec!["p0", "p1"]);
-    assert_eq!(p1["metadata"]["remainingItemCount"], 3);
+    // Every namespace has kube-root-ca.crt, sorted first here.
+    assert_eq!(names(&p1), vec!["kube-root-ca.crt", "p0"]);
+    assert_eq!(p1["metadata"]["remainingItemCount"], 4);
     let tok = p1["metadata"]["continue"].as_str().unwrap().to_string();
     let p2 = req(
         a,
@@ -139,7 +149,7 @@ async fn pagination_with_continue_and_expiry() {
     )
     .await
     .json();
-    assert_eq!(names(&p2), vec!["p2", "p3"]);
+    assert_eq!(names(&p2), vec!["p1", "p2"]);
     assert_eq!(
         p2["metadata"]["resourceVersion"],
         p1["metadata"]["resourceVersion"]
@@ -162,7 +172,7 @@ async fn pagination_with_continue_and_expiry() {
     )
     .await
     .json();
-    assert_eq!(names(&p3), vec!["p4"]);
+    assert_eq!(names(&p3), vec!["p3", "p4"]);
     // resourceVersionMatch=Exact lists a past state too.
     let rv0 = p1["metadata"]["resourceVersion"].as_str().unwrap();
     let old = req(
@@ -175,11 +185,17 @@ async fn pagination_with_continue_and_expiry() {
     )
     .await
     .json();
-    assert_eq!(names(&old), vec!["p0", "p1", "p2", "p3", "p4"]);
+    assert_eq!(
+        names(&old),
+        vec!["kube-root-ca.crt", "p0", "p1", "p2", "p3", "p4"]
+    );
     let now = req(a, "GET", "/api/v1/namespaces/default/configmaps", None)
         .await
         .json();
-    assert_eq!(names(&now), vec!["p0", "p1", "p2", "p3", "p5"]);
+    assert_eq!(
+        names(&now),
+        vec!["kube-root-ca.crt", "p0", "p1", "p2", "p3", "p5"]
+    );
     assert!(p3["metadata"].get("continue").is_none());
     // kube-rs paginates too.
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
@@ -218,7 +234,7 @@ async fn pagination_with_continue_and_expiry() {
     )
     .await
     .json();
-    assert_eq!(names(&rest), vec!["p2", "p3"]);
+    assert_eq!(names(&rest), vec!["p1", "p2"]);
     assert_ne!(
         rest["metadata"]["resourceVersion"],
         p1["metadata"]["resourceVersion"]
@@ -232,7 +248,7 @@ async fn pagination_with_continue_and_expiry() {
     )
     .await
     .json();
-    assert_eq!(names(&last), vec!["p5"], "the state of now");
+    assert_eq!(names(&last), vec!["p3", "p5"], "the state of now");
     let r = req(
         a,
         "GET",
@@ -464,11 +480,13 @@ async fn send_initial_events_ends_with_marked_bookmark() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    // kube-root-ca.crt, i1, i2.
     assert_eq!(lines[0]["type"], "ADDED");
     assert_eq!(lines[1]["type"], "ADDED");
-    assert_eq!(lines[2]["type"], "BOOKMARK");
+    assert_eq!(lines[2]["type"], "ADDED");
+    assert_eq!(lines[3]["type"], "BOOKMARK");
     assert_eq!(
-        lines[2]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        lines[3]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
         "true"
     );
     // Without resourceVersionMatch=NotOlderThan: 422.
@@ -489,7 +507,7 @@ async fn send_initial_events_ends_with_marked_bookmark() {
         .applied_objects();
     let mut stream = stream.boxed();
     let mut seen = std::collections::BTreeSet::new();
-    while seen.len() < 2 {
+    while seen.len() < 3 {
         let cm = tokio::time::timeout(Duration::from_secs(20), stream.try_next())
             .await
             .unwrap()
@@ -510,9 +528,9 @@ async fn send_initial_events_ends_with_marked_bookmark() {
 async fn kube_runtime_watcher_list_watch() {
     let s = server().await;
     let a = s.addr();
-    mk(a, "default", "l1", json!({})).await;
+    mk(a, "default", "l1", json!({"l": "1"})).await;
     let api: Api<ConfigMap> = Api::all(s.client());
-    let mut stream = watcher(api, watcher::Config::default())
+    let mut stream = watcher(api, watcher::Config::default().labels("l"))
         .applied_objects()
         .boxed();
     let first = tokio::time::timeout(Duration::from_secs(20), stream.try_next())
@@ -521,7 +539,7 @@ async fn kube_runtime_watcher_list_watch() {
         .unwrap()
         .unwrap();
     assert_eq!(first.metadata.name.as_deref(), Some("l1"));
-    mk(a, "kube-public", "l2", json!({})).await;
+    mk(a, "kube-public", "l2", json!({"l": "2"})).await;
     let second = tokio::time::timeout(Duration::from_secs(20), stream.try_next())
         .await
         .unwrap()
@@ -535,11 +553,11 @@ async fn shutdown_ends_open_watches() {
     let s = server().await;
     let api: Api<ConfigMap> = Api::all(s.client());
     let mut w = api
-        .watch(&WatchParams::default(), "0")
+        .watch(&WatchParams::default().labels("none"), "0")
         .await
         .unwrap()
         .boxed();
-    // The stream is open (default namespaces have no configmaps: nothing arrives yet).
+    // The stream is open (no ConfigMap has the label: nothing arrives yet).
     tokio::time::timeout(Duration::from_secs(30), s.shutdown())
         .await
         .expect("shutdown completes with a watch open");
@@ -558,7 +576,10 @@ async fn metadata_only_requests() {
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let m: PartialObjectMeta<ConfigMap> = api.get_metadata("meta1").await.unwrap();
     assert_eq!(m.metadata.labels.unwrap()["app"], "x");
-    let l = api.list_metadata(&ListParams::default()).await.unwrap();
+    let l = api
+        .list_metadata(&ListParams::default().labels("app=x"))
+        .await
+        .unwrap();
     assert_eq!(l.items.len(), 1);
     let raw_list = raw(
         a,
@@ -575,7 +596,7 @@ async fn metadata_only_requests() {
     assert_eq!(raw_list["kind"], "PartialObjectMetadataList");
     assert!(raw_list["items"][0].get("data").is_none());
     let meta_api: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(s.client(), "default");
-    let mut stream = watcher(meta_api, watcher::Config::default())
+    let mut stream = watcher(meta_api, watcher::Config::default().labels("app=x"))
         .applied_objects()
         .boxed();
     let first = tokio::time::timeout(Duration::from_secs(20), stream.try_next())

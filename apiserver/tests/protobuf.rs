@@ -1,7 +1,7 @@
 //! Protobuf bodies client-go's protobuf clients send beyond kubectl's generators,
 //! on both backends: `DeleteOptions` of a DELETE and an `Eviction`.
 
-use gantry_test_support::{Backend, Cluster, backends};
+use gantry_test_support::{Backend, Cluster, backends, raw};
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as metav1;
 use kube::Client;
 use prost::Message;
@@ -30,23 +30,7 @@ async fn send(
     content_type: &str,
     body: Vec<u8>,
 ) -> (u16, Value) {
-    let request = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("Content-Type", content_type)
-        .header("Accept", "application/json")
-        .body(body)
-        .unwrap();
-    let response = client
-        .send(request.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    let code = response.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    raw::request(client, method, path, content_type, "application/json", body).await
 }
 
 fn delete_options(options: &metav1::DeleteOptions) -> Vec<u8> {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use gantry_test_support::{Backend, Cluster, backends};
+use gantry_test_support::{Backend, Cluster, backends, raw};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenReview, TokenReviewSpec};
 use k8s_openapi::api::authorization::v1::{
     LocalSubjectAccessReview, NonResourceAttributes, ResourceAttributes, SubjectAccessReview,
@@ -94,21 +94,7 @@ fn builder_spec(attributes: ResourceAttributes) -> SubjectAccessReviewSpec {
 
 /// POSTs `body` to `path`, returning the status code and the JSON answer.
 async fn post(client: &Client, path: &str, content_type: &str, body: Vec<u8>) -> (u16, Value) {
-    let request = http::Request::post(path)
-        .header("Content-Type", content_type)
-        .header("Accept", "application/json")
-        .body(body)
-        .unwrap();
-    let response = client
-        .send(request.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    let code = response.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(response.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    raw::request(client, "POST", path, content_type, "application/json", body).await
 }
 
 /// A protobuf body as kube's clients frame it.

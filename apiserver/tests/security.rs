@@ -152,6 +152,7 @@ async fn kubeconfig_and_data_are_written_private() {
         "tls/tls.key",
         "tls/tls.crt",
         "tls/ca.crt",
+        "tls/ca.key",
     ] {
         assert_eq!(mode(&data.join(file)), 0o600, "{file}");
     }

@@ -17,6 +17,7 @@
 pub mod backup_service;
 pub mod differential;
 mod node;
+pub mod raw;
 mod real;
 mod tls;
 
@@ -155,7 +156,7 @@ impl Cluster {
             cluster.recording = Some((file, proxy));
         }
         if let Server::Real(real) = &cluster.server {
-            real.wait_for_default_service_account(&cluster.client).await;
+            real.wait_for_controllers(&cluster.client).await;
         }
         cluster
     }
@@ -173,6 +174,27 @@ impl Cluster {
     /// A client with admin rights.
     pub fn client(&self) -> kube::Client {
         self.client.clone()
+    }
+
+    /// The port the server itself listens on (not a recording proxy's).
+    pub fn server_port(&self) -> u16 {
+        match &self.server {
+            Server::Embedded(server) => server.addr().port(),
+            Server::Real(real) => real
+                .url()
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.trim_end_matches('/').parse().ok())
+                .expect("the real server's URL has a port"),
+        }
+    }
+
+    /// The CA (PEM) that signed the server's certificate.
+    pub fn ca_pem(&self) -> Option<String> {
+        match &self.server {
+            Server::Embedded(server) => server.ca_pem().map(str::to_string),
+            Server::Real(real) => std::fs::read_to_string(real.admin_identity().0).ok(),
+        }
     }
 
     /// An admin kubeconfig file.

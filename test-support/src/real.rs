@@ -159,9 +159,35 @@ impl RealCluster {
             .count() as u64
     }
 
-    /// Wait until the controller manager has made the `default` namespace's
-    /// ServiceAccount: Pods cannot be created before.
-    pub(crate) async fn wait_for_default_service_account(&self, client: &kube::Client) {
+    /// Wait until the controller manager has done what it does at start:
+    /// the `default` namespace's ServiceAccount (Pods cannot be created
+    /// before) and root CA ConfigMap, the rules of the aggregated `admin`
+    /// role.
+    pub(crate) async fn wait_for_controllers(&self, client: &kube::Client) {
+        self.wait_for_default_service_account(client).await;
+        let config_maps = kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
+            client.clone(),
+            "default",
+        );
+        let roles = kube::Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(client.clone());
+        let deadline = Instant::now() + Duration::from_mins(1);
+        loop {
+            let ca = matches!(config_maps.get_opt("kube-root-ca.crt").await, Ok(Some(_)));
+            let admin = matches!(roles.get_opt("admin").await,
+                Ok(Some(role)) if role.rules.as_ref().is_some_and(|r| !r.is_empty()));
+            if ca && admin {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no kube-root-ca.crt or aggregated admin role after 60 s; see {}",
+                self.dir.join("kube-controller-manager.log").display()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn wait_for_default_service_account(&self, client: &kube::Client) {
         let api = kube::Api::<ServiceAccount>::namespaced(client.clone(), "default");
         let deadline = Instant::now() + Duration::from_mins(1);
         while !matches!(api.get_opt("default").await, Ok(Some(_))) {

@@ -8,7 +8,6 @@
 //! no admin token configured (loopback only) other requests are anonymous
 //! and unrestricted, as before tokens.
 
-pub mod bootstrap;
 pub mod rbac;
 pub mod reviews;
 pub mod subject_reviews;

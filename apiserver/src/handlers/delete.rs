@@ -9,6 +9,7 @@ use std::sync::Arc;
 use axum::response::Response;
 use serde_json::{Value, json};
 
+use super::output;
 use crate::admission::{self as adm, Attributes, Operation};
 use crate::app::{App, serve, serve_all};
 use crate::error::{ApiError, ApiResult, success_status};
@@ -286,12 +287,12 @@ pub async fn delete(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     Ok(match out {
         Deleted::Pending(o) => {
             let stored = events.first().map_or(o, |e| (*e.object).clone());
-            json_response(200, &serve(app, &info, &stored).await?, &[])
+            output::object(&r, 200, &serve(app, &info, &stored).await?, &[])
         }
         Deleted::Gone(o) => {
             if returns_deleted_object(&info) {
                 let stored = events.first().map_or(o, |e| (*e.object).clone());
-                json_response(200, &serve(app, &info, &stored).await?, &[])
+                output::object(&r, 200, &serve(app, &info, &stored).await?, &[])
             } else {
                 let status = success_status(
                     &info.group,
@@ -299,7 +300,7 @@ pub async fn delete(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
                     meta::meta_str(&o, "name").unwrap_or(""),
                     meta::uid(&o),
                 );
-                json_response(200, &status, &[])
+                output::object(&r, 200, &status, &[])
             }
         }
     })

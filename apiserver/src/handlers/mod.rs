@@ -3,6 +3,7 @@
 pub mod apply;
 pub mod delete;
 pub mod eviction;
+pub mod output;
 pub mod read;
 pub mod scale;
 pub mod watch;

@@ -21,24 +21,7 @@ pub async fn get(app: &Arc<App>, r: &ResourceRequest) -> ApiResult<Response> {
         .get(&r.key())
         .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, r.name()))?;
     let obj = serve(app, info, &obj).await?;
-    if r.wants_table() {
-        let rv = obj
-            .pointer("/metadata/resourceVersion")
-            .cloned()
-            .unwrap_or(json!(""));
-        let t = table(
-            info,
-            &[obj],
-            &json!({ "resourceVersion": rv }),
-            IncludeObject::parse(r.query.get("includeObject")),
-            true,
-        );
-        return Ok(json_response(200, &t, &[]));
-    }
-    if r.wants_metadata() {
-        return Ok(json_response(200, &partial_object_metadata(&obj), &[]));
-    }
-    Ok(json_response(200, &obj, &[]))
+    Ok(super::output::object(r, 200, &obj, &[]))
 }
 
 /// Parses `labelSelector` and `fieldSelector`.

@@ -11,12 +11,12 @@ use std::sync::Arc;
 use axum::response::Response;
 use serde_json::Value;
 
+use super::output;
 use crate::admission::{self as adm, Attributes, Operation};
 use crate::app::{App, present, serve};
 use crate::error::{ApiError, ApiResult, Details};
 use crate::http::body;
 use crate::http::request::ResourceRequest;
-use crate::http::respond::json_response;
 use crate::objects::admission::{FieldValidation, check_type_meta, normalize, validate_schema};
 use crate::objects::{fieldmanager, meta};
 use crate::registry::ResourceInfo;
@@ -180,6 +180,9 @@ pub(super) async fn admit_new(
     meta::prepare_create(info, ctx.namespace.as_deref(), &mut obj)?;
     crate::objects::initial_status::set_initial_status(info, &mut obj);
     crate::strategy::on_create(info, &mut obj)?;
+    if crate::certificates::is_csr(info) {
+        crate::certificates::strategy::on_create(&ctx.user, &mut obj);
+    }
     meta::validate_name_and_labels(info, &obj)?;
     match managed {
         Some(mf) => fieldmanager::set_managed_fields(&mut obj, &mf),
@@ -225,7 +228,8 @@ pub async fn create(app: &Arc<App>, r: ResourceRequest) -> ApiResult<Response> {
     let obj = body::object(&r.content_type(), &r.body)?;
     let (obj, warnings) = admit_new(app, &ctx, obj, None).await?;
     let stored = commit_create(app, &ctx, obj).await?;
-    Ok(json_response(
+    Ok(output::object(
+        &r,
         201,
         &serve(app, &ctx.info, &stored).await?,
         &warnings,
@@ -382,7 +386,8 @@ async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResul
                     let (obj, warnings) =
                         super::apply::apply_create(app, &ctx, body.clone(), *force).await?;
                     match commit_create(app, &ctx, obj).await {
-                        Ok(stored) => Ok(json_response(
+                        Ok(stored) => Ok(output::object(
+                            r,
                             201,
                             &serve(app, &info, &stored).await?,
                             &warnings,
@@ -400,7 +405,7 @@ async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResul
         check_uid(&ctx, &change, &current, &candidate)?;
         let (new, warnings) = finish_update(app, &ctx, &current, candidate, managed).await?;
         let Some(new) = new else {
-            return Ok(json_response(200, &current, &warnings));
+            return Ok(output::object(r, 200, &current, &warnings));
         };
         let new = crate::objects::to_storage(&info, new);
         let new = crate::conversion::to_storage(app, &info, new).await?;
@@ -426,7 +431,8 @@ async fn modify(app: &Arc<App>, r: &ResourceRequest, change: Change) -> ApiResul
         };
         // Return what was stored (with its resourceVersion).
         let stored = events.first().map_or(new, |e| (*e.object).clone());
-        return Ok(json_response(
+        return Ok(output::object(
+            r,
             200,
             &serve(app, &info, &stored).await?,
             &warnings,
@@ -535,7 +541,7 @@ async fn finish_update(
         ));
     }
     let mut new = match ctx.subresource.as_deref() {
-        Some("status") => {
+        Some("status" | "approval") => {
             let mut n = present(info, old);
             match cand.get("status") {
                 Some(s) => n["status"] = s.clone(),
@@ -547,6 +553,9 @@ async fn finish_update(
                 meta::meta_mut(&mut n).insert("managedFields".into(), mf.clone());
             }
             n
+        }
+        Some("ephemeralcontainers") => {
+            crate::objects::validation::with_ephemeral_containers(&present(info, old), &cand)
         }
         Some("finalize") => {
             let mut n = old.clone();
@@ -573,7 +582,12 @@ async fn finish_update(
     validate_schema(info, &new, Some(old))?;
     meta::validate_name_and_labels(info, &new)?;
     crate::strategy::on_update(info, old, &mut new, ctx.subresource.as_deref())?;
-    let immutable = crate::objects::validation::validate_update(info, old, &new);
+    let immutable = match ctx.subresource.as_deref() {
+        Some("ephemeralcontainers") => {
+            crate::objects::validation::validate_ephemeral_update(old, &new)
+        }
+        _ => crate::objects::validation::validate_update(info, old, &new),
+    };
     if !immutable.is_empty() {
         return Err(ApiError::invalid(
             &info.group,

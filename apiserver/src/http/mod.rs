@@ -213,7 +213,8 @@ async fn resource(
             "scale" => info.scale.is_some(),
             "finalize" => info.group.is_empty() && info.plural == "namespaces",
             "token" => info.group.is_empty() && info.plural == "serviceaccounts",
-            "eviction" => info.group.is_empty() && info.plural == "pods",
+            "eviction" | "ephemeralcontainers" => info.group.is_empty() && info.plural == "pods",
+            "approval" => crate::certificates::is_csr(&info),
             _ => false,
         };
         if !ok {

@@ -70,7 +70,7 @@ fn pod_spec(spec: &mut Value) {
     default(spec, "dnsPolicy", json!("ClusterFirst"));
     default(spec, "securityContext", json!({}));
     default(spec, "schedulerName", json!("default-scheduler"));
-    for list in ["containers", "initContainers"] {
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
         if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
             cs.iter_mut().for_each(container);
         }

@@ -87,6 +87,7 @@ fn extras(group: &str, plural: &str) -> Extras {
         ("networking.k8s.io", "ingresses") => (&["ing"], false, false),
         ("networking.k8s.io", "networkpolicies") => (&["netpol"], false, false),
         ("autoscaling", "horizontalpodautoscalers") => (&["hpa"], true, false),
+        ("certificates.k8s.io", "certificatesigningrequests") => (&["csr"], false, false),
         _ => (&[], false, false),
     };
     Extras {
@@ -154,9 +155,9 @@ macro_rules! builtins {
 
 use k8s_openapi::api::{
     admissionregistration::v1 as admreg, apps::v1 as apps, autoscaling::v1 as autoscaling,
-    autoscaling::v2 as autoscaling_v2, batch::v1 as batch, coordination::v1 as coordination,
-    core::v1 as core, discovery::v1 as discovery, events::v1 as events,
-    networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
+    autoscaling::v2 as autoscaling_v2, batch::v1 as batch, certificates::v1 as certificates,
+    coordination::v1 as coordination, core::v1 as core, discovery::v1 as discovery,
+    events::v1 as events, networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac,
     scheduling::v1 as scheduling, storage::v1 as storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
@@ -203,6 +204,7 @@ builtins!(
     autoscaling::HorizontalPodAutoscaler,
     autoscaling_v2::HorizontalPodAutoscaler,
     discovery::EndpointSlice,
+    certificates::CertificateSigningRequest,
     scheduling::PriorityClass,
     storage::StorageClass,
     apireg::APIService,

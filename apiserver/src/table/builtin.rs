@@ -354,6 +354,45 @@ fn format_label_selector(sel: Option<&Value>) -> Value {
 
 /// The cell of `column` for `obj` of the built-in `group`/`plural`; None when the
 /// embedded server does not compute that column (its cell is then empty).
+/// kube's printer of `CertificateSigningRequests`.
+fn certificate_signing_request(column: &str, obj: &Value) -> Option<Value> {
+    let or_none = |s: &str| {
+        if s.is_empty() {
+            "<none>".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    Some(match column {
+        "SignerName" => json!(or_none(text(obj, "/spec/signerName"))),
+        "Requestor" => json!(text(obj, "/spec/username")),
+        "RequestedDuration" => json!(
+            obj.pointer("/spec/expirationSeconds")
+                .and_then(Value::as_i64)
+                .map_or_else(|| "<none>".to_string(), super::human_duration)
+        ),
+        "Condition" => {
+            let has = |kind: &str| items(obj, "/status/conditions").any(|c| c["type"] == kind);
+            let mut status = if has("Denied") {
+                "Denied"
+            } else if has("Approved") {
+                "Approved"
+            } else {
+                "Pending"
+            }
+            .to_string();
+            if has("Failed") {
+                status.push_str(",Failed");
+            }
+            if !text(obj, "/status/certificate").is_empty() {
+                status.push_str(",Issued");
+            }
+            json!(status)
+        }
+        _ => return None,
+    })
+}
+
 pub(super) fn cell(group: &str, plural: &str, column: &str, obj: &Value) -> Option<Value> {
     let replicas = |ptr: &str| obj.pointer(ptr).and_then(Value::as_i64).unwrap_or(1);
     Some(match (group, plural, column) {
@@ -382,6 +421,9 @@ pub(super) fn cell(group: &str, plural: &str, column: &str, obj: &Value) -> Opti
         }
         ("autoscaling", "horizontalpodautoscalers", _) => {
             return crate::objects::hpa::table::cell(column, &crate::objects::hpa::as_v2(obj));
+        }
+        ("certificates.k8s.io", "certificatesigningrequests", _) => {
+            return certificate_signing_request(column, obj);
         }
         ("", "pods", _) => return pod(column, obj),
         ("", "services", _) => return service(column, obj),

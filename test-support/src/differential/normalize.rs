@@ -3,7 +3,9 @@
 //! service-account tokens, timestamps and ages, allocated cluster IPs (in
 //! Tables too), generated names, the port
 //! in `serverAddressByClientCIDRs`, uids inside `managedFields` keys and
-//! selfLinks. `managedFields` entries
+//! selfLinks; and what names the server itself ([`server_identity`]: its
+//! port in the `kubernetes` Service's endpoints, its CA in
+//! `kube-root-ca.crt`). `managedFields` entries
 //! are sorted by manager, operation and subresource: kube orders them by
 //! time, and times differ. Everything else is compared as is.
 
@@ -99,6 +101,36 @@ fn placeholder(key: Option<&str>, s: &str, generated: &GeneratedNames) -> Option
         return Some(format!("{prefix}<suffix>"));
     }
     replace_uuids(s)
+}
+
+/// Replaces, in place, what names the server answering: its `port` as a
+/// number under `port` or `targetPort` (the `kubernetes` Service, its
+/// `Endpoints` and `EndpointSlice`) by `<server-port>`, its CA (`ca_pem`) as
+/// `ca.crt` data by `<ca>`.
+pub fn server_identity(value: &mut Value, port: u16, ca_pem: Option<&str>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                match (k.as_str(), &*v) {
+                    ("port" | "targetPort", Value::Number(n))
+                        if n.as_u64() == Some(port.into()) =>
+                    {
+                        *v = Value::String("<server-port>".into());
+                    }
+                    ("ca.crt", Value::String(s)) if Some(s.as_str()) == ca_pem => {
+                        *v = Value::String("<ca>".into());
+                    }
+                    _ => server_identity(v, port, ca_pem),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                server_identity(item, port, ca_pem);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// RFC 3339 date-times as Kubernetes writes them (`2026-01-02T03:04:05Z`,
@@ -211,6 +243,20 @@ mod tests {
                 "message": "UID in precondition: <uid>, no",
                 "f:ownerReferences": {"k:{\"uid\":\"<uid>\"}": {}},
             })
+        );
+    }
+
+    #[test]
+    fn server_port_and_ca() {
+        let mut v = json!({"subsets": [{"ports": [{"port": 6443}, {"port": 80}]}],
+            "spec": {"ports": [{"port": 443, "targetPort": 6443}]},
+            "data": {"ca.crt": "PEM", "other": "PEM"}});
+        server_identity(&mut v, 6443, Some("PEM"));
+        assert_eq!(
+            v,
+            json!({"subsets": [{"ports": [{"port": "<server-port>"}, {"port": 80}]}],
+                "spec": {"ports": [{"port": 443, "targetPort": "<server-port>"}]},
+                "data": {"ca.crt": "<ca>", "other": "PEM"}})
         );
     }
 

@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 
 use super::compare::{Difference, differences};
 use super::exchange::{self, Exchange, Payload, encode_query, query_pairs};
-use super::normalize::{GeneratedNames, normalize};
+use super::normalize::{GeneratedNames, normalize, server_identity};
 use super::pattern::group_key;
 use super::report::Report;
 use super::upstream::{Outgoing, Reply, Upstream};
@@ -65,6 +65,9 @@ struct Side {
     names: HashMap<String, String>,
     /// This server's generated names → their prefixes.
     generated: GeneratedNames,
+    /// This server's port and CA (PEM), blanked in its answers.
+    port: u16,
+    ca_pem: Option<String>,
 }
 
 /// Replay the recording at `path` on fresh servers of both backends and
@@ -224,6 +227,8 @@ impl Side {
             continues: HashMap::new(),
             names: HashMap::new(),
             generated: GeneratedNames::new(),
+            port: cluster.server_port(),
+            ca_pem: cluster.ca_pem(),
         }
     }
 
@@ -244,7 +249,7 @@ impl Side {
             self.backend.name(),
             String::from_utf8_lossy(&reply.body)
         );
-        self.wait_for_service_account(name).await;
+        self.wait_for_namespace_setup(name).await;
         Ok(())
     }
 
@@ -259,6 +264,7 @@ impl Side {
         self.settle(exchange, &reply, body.json()).await;
         if let Payload::Json(value) = &mut body {
             normalize(value, &self.generated);
+            server_identity(value, self.port, self.ca_pem.as_deref());
         }
         Ok(Answer {
             status: reply.status,
@@ -431,7 +437,7 @@ impl Side {
             && body["kind"] == "Namespace"
             && let Some(name) = body.pointer("/metadata/name").and_then(Value::as_str)
         {
-            self.wait_for_service_account(name).await;
+            self.wait_for_namespace_setup(name).await;
         }
     }
 
@@ -493,7 +499,12 @@ impl Side {
         }
     }
 
-    async fn wait_for_service_account(&self, namespace: &str) {
+    /// Wait for what controllers put in a new namespace: its root CA
+    /// ConfigMap, and on a real server its default ServiceAccount.
+    async fn wait_for_namespace_setup(&self, namespace: &str) {
+        let ca = format!("/api/v1/namespaces/{namespace}/configmaps/kube-root-ca.crt");
+        self.wait_until(&ca, || async { self.get(&ca).await.is_some() })
+            .await;
         if self.backend != Backend::Real {
             return;
         }
@@ -592,6 +603,8 @@ mod tests {
             continues: HashMap::new(),
             names: HashMap::new(),
             generated: GeneratedNames::new(),
+            port: 1,
+            ca_pem: None,
         }
     }
 

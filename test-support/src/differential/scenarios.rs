@@ -11,6 +11,8 @@
 //! generated names, deletes (each kind answers as its registry does), admission
 //! policies and bindings (served, defaulted, printed, refused), the
 //! status new objects get, Events of both APIs with their field selectors,
+//! the objects every cluster has from its start (the kubernetes Service and
+//! its endpoints, system namespaces, the root CA ConfigMap, default roles),
 //! and 404s. Their output is not checked here (the
 //! kubectl suite of the API server does that); only what the servers
 //! answer is compared, on replay.
@@ -376,11 +378,37 @@ fn changed_config_map(json: &str) -> String {
     cm.to_string()
 }
 
+/// `kubectl get ARGS -o json`.
+macro_rules! get_json {
+    ($($arg:expr),+) => {
+        step(&["get", $($arg,)+ "-o", "json"])
+    };
+}
+
 fn steps() -> Vec<Step> {
     vec![
         step(&["version", "-o", "json"]),
         step(&["create", "namespace", NS]),
         step(&["get", "namespace", NS, "-o", "json"]),
+        // What every cluster has from its start.
+        get_json!("namespace", "kube-system"),
+        get_json!("service", "kubernetes", "-n", "default"),
+        get_json!("endpoints", "kubernetes", "-n", "default"),
+        get_json!("endpointslice", "kubernetes", "-n", "default"),
+        get_json!("configmap", "kube-root-ca.crt", "-n", NS),
+        get_json!("clusterrole", "admin"),
+        get_json!("clusterrole", "system:aggregate-to-view"),
+        get_json!("clusterrolebinding", "system:discovery"),
+        get_json!(
+            "clusterrolebinding",
+            "system:controller:replicaset-controller"
+        ),
+        get_json!(
+            "role",
+            "extension-apiserver-authentication-reader",
+            "-n",
+            "kube-system"
+        ),
         step(&["create", "configmap", "cm1", "-n", NS, "--from-literal=a=1"]),
         step(&["get", "configmap", "cm1", "-n", NS, "-o", "json"]),
         step(&["get", "configmaps", "-n", NS]),

@@ -12,6 +12,31 @@ mod pod;
 
 pub use immutable::validate_update;
 
+/// The Pod `old` with only its ephemeral containers from `candidate` (and
+/// its managedFields): what an update of `pods/ephemeralcontainers` may
+/// change, as kube's `dropNonEphemeralContainerUpdates`.
+pub fn with_ephemeral_containers(old: &Value, candidate: &Value) -> Value {
+    let mut pod = old.clone();
+    match candidate.pointer("/spec/ephemeralContainers") {
+        Some(c) => pod["spec"]["ephemeralContainers"] = c.clone(),
+        None => {
+            pod["spec"]
+                .as_object_mut()
+                .map(|s| s.remove("ephemeralContainers"));
+        }
+    }
+    if let Some(mf) = candidate.pointer("/metadata/managedFields") {
+        crate::objects::meta::meta_mut(&mut pod).insert("managedFields".into(), mf.clone());
+    }
+    pod
+}
+
+/// What kube refuses in an update of `pods/ephemeralcontainers`: changes to
+/// the ephemeral containers already there.
+pub fn validate_ephemeral_update(old: &Value, new: &Value) -> Vec<Cause> {
+    pod::ephemeral_update(old, new)
+}
+
 use serde_json::Value;
 
 use pod::{RestartPolicies, pod_spec};
@@ -122,7 +147,12 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
     let mut out = vec![];
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
     match (info.group.as_str(), info.plural.as_str()) {
-        ("", "pods") => pod_spec(obj.get("spec"), "spec", RestartPolicies::Any, &mut out),
+        ("", "pods") => {
+            pod_spec(obj.get("spec"), "spec", RestartPolicies::Any, &mut out);
+            if let Some(spec) = obj.get("spec") {
+                pod::ephemeral_containers(spec, &mut out);
+            }
+        }
         ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets") => {
             replicas(&spec, &mut out);
             selector_matches_template(&spec, &info.singular, &mut out);
@@ -176,6 +206,9 @@ pub fn validate(info: &ResourceInfo, obj: &Value) -> Vec<Cause> {
         }
         ("rbac.authorization.k8s.io", "roles" | "clusterroles") => {
             kinds::rules(obj, info.namespaced, &mut out);
+        }
+        (crate::certificates::GROUP, "certificatesigningrequests") => {
+            out.extend(crate::certificates::validation::validate(obj));
         }
         _ => {}
     }

@@ -196,3 +196,128 @@ pub fn update(old: &Value, new: &Value) -> Option<Cause> {
         )
     })
 }
+
+/// Fields of a container an ephemeral container may not set (kube's
+/// `allowedEphemeralContainerFields`, the other way round).
+const NOT_FOR_EPHEMERAL: [&str; 10] = [
+    "ports",
+    "resources",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "resizePolicy",
+    "restartPolicy",
+    "restartPolicyRules",
+    "stopSignal",
+];
+
+/// kube's `validateEphemeralContainers`: each a valid container with a name
+/// unique among all the Pod's containers, a target that is one of its
+/// other containers, none of the fields ephemeral containers may not have.
+pub fn ephemeral_containers(spec: &Value, out: &mut Vec<Cause>) {
+    let Some(ephemeral) = spec.get("ephemeralContainers").and_then(Value::as_array) else {
+        return;
+    };
+    let mut others = BTreeSet::new();
+    for list in ["containers", "initContainers"] {
+        for c in spec
+            .get(list)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(n) = c.get("name").and_then(Value::as_str) {
+                others.insert(n.to_string());
+            }
+        }
+    }
+    let mut names = others.clone();
+    for (i, c) in ephemeral.iter().enumerate() {
+        let p = format!("spec.ephemeralContainers[{i}]");
+        container(c, &p, &mut names, out);
+        if let Some(target) = c
+            .get("targetContainerName")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty() && !others.contains(*t))
+        {
+            out.push(Cause::new(
+                "FieldValueNotFound",
+                format!("Not found: {target:?}"),
+                format!("{p}.targetContainerName"),
+            ));
+        }
+        for field in NOT_FOR_EPHEMERAL {
+            if c.get(field).is_some_and(|v| !is_zero(v)) {
+                out.push(Cause::new(
+                    "FieldValueForbidden",
+                    "Forbidden: cannot be set for an Ephemeral Container",
+                    format!("{p}.{field}"),
+                ));
+            }
+        }
+        for (j, mount) in c
+            .get("volumeMounts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            for field in ["subPath", "subPathExpr"] {
+                if mount
+                    .get(field)
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| !s.is_empty())
+                {
+                    out.push(Cause::new(
+                        "FieldValueForbidden",
+                        "Forbidden: cannot be set for an Ephemeral Container",
+                        format!("{p}.volumeMounts[{j}].{field}"),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Whether `v` is what Go decodes to a zero value (`null`, `{}`, `[]`, `""`,
+/// `0`, `false`): kube writes some unset structs as `{}`.
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Object(m) => m.values().all(is_zero),
+        Value::Array(a) => a.is_empty(),
+        Value::String(s) => s.is_empty(),
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::Bool(b) => !b,
+    }
+}
+
+/// kube's `ValidatePodEphemeralContainersUpdate`: the ephemeral containers
+/// already there stay as they were (kube appends a diff, not reproduced).
+pub fn ephemeral_update(old: &Value, new: &Value) -> Vec<Cause> {
+    let list = |o: &Value| {
+        o.pointer("/spec/ephemeralContainers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let after = list(new);
+    let mut out = Vec::new();
+    for before in list(old) {
+        let name = before["name"].as_str().unwrap_or_default();
+        let message = match after.iter().find(|c| c["name"] == before["name"]) {
+            None => format!("existing ephemeral containers {name:?} may not be removed\n"),
+            Some(c) if *c != before => {
+                format!("existing ephemeral containers {name:?} may not be changed\n")
+            }
+            Some(_) => continue,
+        };
+        out.push(Cause::new(
+            "FieldValueForbidden",
+            format!("Forbidden: {message}"),
+            "spec.ephemeralContainers",
+        ));
+    }
+    out
+}
