@@ -10,7 +10,7 @@ use gantry_test_support::raw::{json as send, json_ok as ok};
 use gantry_test_support::{Backend, Cluster, backends, kubectls};
 use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
 use kube::api::{WatchEvent, WatchParams};
-use kube::{Api, Client};
+use kube::Api;
 use serde_json::{Value, json};
 
 const V1: &str = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers";
