@@ -277,7 +277,7 @@ pub fn limits_reference() -> String {
     );
     let _ = writeln!(
         out,
-        "| deadline: wasm code by epoch interruption, waits in host calls by a timer | `deadlineMs` | {} | 1 to {MAX_DEADLINE_MS} ms | {} |",
+        "| deadline, waits in host calls included | `deadlineMs` | {} | 1 to {MAX_DEADLINE_MS} ms | {} |",
         millis(defaults.deadline),
         reported(&CallError::Timeout {
             deadline: defaults.deadline
@@ -285,13 +285,13 @@ pub fn limits_reference() -> String {
     );
     let _ = writeln!(
         out,
-        "| memory: every linear memory and table of the instance together | `memoryMiB` | {} | 1 to {MAX_MEMORY_MIB} MiB | {} |",
+        "| memory, all memories and tables together | `memoryMiB` | {} | 1 to {MAX_MEMORY_MIB} MiB | {} |",
         bytes(defaults.memory_bytes),
         reported(&CallError::OutOfMemory { limit: 0 })
     );
     let _ = writeln!(
         out,
-        "| response size, JSON text | `outputBytes` | {} | at least 1 | {} |",
+        "| response size (JSON) | `outputBytes` | {} | at least 1 | {} |",
         bytes(defaults.output_bytes),
         reported(&CallError::OutputTooLarge { size: 0, limit: 0 })
     );
