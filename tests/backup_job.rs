@@ -1,4 +1,4 @@
-//! The `backup-job` example end to end (issue 15, item 2): a finalizer that
+//! The `backup-job` example end to end: a finalizer that
 //! has a loopback backup service delete a `BackupJob`'s remote backups, and
 //! lets the `BackupJob` go only when the service says they are gone; with a
 //! service that fails and one that hangs on the way.

@@ -115,7 +115,7 @@ fn default_rendering_is_the_plain_manifests() {
         .collect();
     assert!(
         rendered == without_header,
-        "{} is not the chart's default rendering; regenerate it (deploy/README.md)",
+        "{} is not the chart's default rendering; regenerate it (docs/running-in-a-cluster.md, \"Re-rendering the manifests\")",
         file.display()
     );
 }

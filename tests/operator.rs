@@ -103,7 +103,7 @@ async fn memcached_children_status_and_repairs(backend: Backend) {
     .await;
     assert_eq!(parent["status"]["readyReplicas"], 0);
     assert_eq!(condition(&parent, "Synced").unwrap()["status"], "True");
-    // The plugin's own metric (issue 15, item 4), labelled with its binding
+    // The plugin's own metric, labelled with its binding
     // and version.
     let digest = parent["status"]["gantry"]["pluginDigest"].as_str().unwrap();
     let metrics = env.metrics.render();

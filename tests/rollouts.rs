@@ -1,4 +1,4 @@
-//! Shadow runs (issue 14, item 1): a new version of a binding answers
+//! Shadow runs: a new version of a binding answers
 //! every parent beside the running one before it serves; one that fails
 //! where the running one succeeds, or changes more parents than the binding
 //! allows, is refused, and the running version keeps serving.

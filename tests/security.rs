@@ -1,6 +1,6 @@
-//! Issue 13, end to end: what a hostile plugin or binding must not get done
-//! through the operator (the sandbox itself is tested in
-//! `host/tests/sandbox.rs`).
+//! The security model end to end (docs/security.md): what a hostile plugin
+//! or binding must not get done through the operator (the sandbox itself is
+//! tested in `host/tests/sandbox.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -72,7 +72,7 @@ async fn synced_with_reason(env: &Env, name: &str, reason: &str) -> Value {
     .await
 }
 
-/// Item 2: a child labelled as a binding (or any `gantry.dev/` label or
+/// A child labelled as a binding (or any `gantry.dev/` label or
 /// annotation) is refused, so a plugin cannot put a binding of its own
 /// into service.
 #[backends]
@@ -111,7 +111,7 @@ async fn a_plugin_cannot_create_a_binding(backend: Backend) {
     env.stop().await;
 }
 
-/// Item 2: a cluster-scoped parent cannot place a child in the operator's
+/// A cluster-scoped parent cannot place a child in the operator's
 /// namespace, where bindings and policies live.
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,7 +156,7 @@ async fn no_child_lands_in_the_operators_namespace(backend: Backend) {
     env.stop().await;
 }
 
-/// Item 2: finalizers a plugin sets on a child are dropped.
+/// Finalizers a plugin sets on a child are dropped.
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finalizers_on_children_are_dropped(backend: Backend) {
@@ -183,7 +183,7 @@ async fn finalizers_on_children_are_dropped(backend: Backend) {
     env.stop().await;
 }
 
-/// Item 2: a binding whose children include its parent kind (in any
+/// A binding whose children include its parent kind (in any
 /// version) is refused.
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,7 +216,7 @@ async fn a_binding_cannot_create_its_own_parents(backend: Backend) {
     env.stop().await;
 }
 
-/// Item 3: too many conditions are a contract violation, not minutes of
+/// Too many conditions are a contract violation, not minutes of
 /// work for the executor.
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -249,7 +249,7 @@ async fn too_many_conditions_are_a_contract_violation(backend: Backend) {
     env.stop().await;
 }
 
-/// Item 3: events of one type and reason in one response are one Event.
+/// Events of one type and reason in one response are one Event.
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeated_events_are_aggregated(backend: Backend) {
@@ -290,7 +290,7 @@ async fn repeated_events_are_aggregated(backend: Backend) {
     env.stop().await;
 }
 
-/// Item 3: `requeue-after-ms: 0` is not a hot loop.
+/// `requeue-after-ms: 0` is not a hot loop.
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_zero_requeue_is_not_a_hot_loop(backend: Backend) {
@@ -321,7 +321,7 @@ async fn a_zero_requeue_is_not_a_hot_loop(backend: Backend) {
     env.stop().await;
 }
 
-/// Item 1: a plugin sleeping in `validate-config` holds up only its own
+/// A plugin sleeping in `validate-config` holds up only its own
 /// binding, not the loading of others.
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -364,7 +364,7 @@ async fn a_slow_validate_config_does_not_hold_up_other_bindings(backend: Backend
     env.stop().await;
 }
 
-/// Item 12: deleting a binding whose reconcile is still running does not
+/// Deleting a binding whose reconcile is still running does not
 /// hold up the next binding.
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -418,7 +418,7 @@ async fn deleting_a_busy_binding_does_not_hold_up_others(backend: Backend) {
     env.stop().await;
 }
 
-/// Items 6 and 7: a binding refused because another claims its parent kind
+/// A binding refused because another claims its parent kind
 /// (here through another version of the kind) goes into service once the
 /// claimant is deleted.
 #[backends]
@@ -484,7 +484,7 @@ async fn a_claimed_binding_goes_into_service_when_the_claimant_goes(backend: Bac
     env.stop().await;
 }
 
-/// Item 7: a version being prepared claims its parent kind; when a newer
+/// A version being prepared claims its parent kind; when a newer
 /// version of its binding moves to another kind, the binding that waited
 /// for that claim goes into service.
 #[backends]
@@ -546,7 +546,7 @@ async fn a_superseded_claim_is_released(backend: Backend) {
     env.stop().await;
 }
 
-/// Item 10: pruning tells kinds apart by group, not only by Kind name.
+/// Pruning tells kinds apart by group, not only by Kind name.
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pruning_tells_groups_apart(backend: Backend) {
@@ -611,7 +611,7 @@ fn policy(name: &str, settings: &Value) -> String {
     )
 }
 
-/// Item 1: a policy sleeping in `validate-settings` holds up only its own
+/// A policy sleeping in `validate-settings` holds up only its own
 /// binding, not the loading of other policies.
 #[backends]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

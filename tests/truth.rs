@@ -1,4 +1,4 @@
-//! What Gantry tells the user is the current fact (issue 14, item 4):
+//! What Gantry tells the user is the current fact:
 //! Events show their current message, a trap's condition starts with the
 //! panic message, and parents of a binding that no longer finalizes, or is
 //! gone, lose its finalizer and say they are no longer reconciled.

@@ -1,4 +1,4 @@
-//! Watches are bounded (docs/security.md, issue 13 item 4b): many idle watches on a
+//! Watches are bounded (docs/security.md): many idle watches on a
 //! large store keep memory bounded and the server answering; a watch that falls behind
 //! is closed and its client resumes from its last resourceVersion; past the limit of
 //! concurrent watches, kube's 429 answer.

@@ -1,4 +1,4 @@
-//! CRD conversion as a WebAssembly function (issue 15, item 3), end to end
+//! CRD conversion as a WebAssembly function, end to end
 //! on both backends: `gantry plugin apply` binds the `myresource-converter`
 //! example, `gantry run` serves it at `/convert/<crd>` and points the CRD's
 //! `spec.conversion` at it, and the API server converts `MyResource` between

@@ -1,4 +1,4 @@
-//! Outbound HTTP as a capability (issue 15, item 1), on the sandbox: the
+//! Outbound HTTP as a capability, on the sandbox: the
 //! `backup-job` example against a loopback backup service, with grants
 //! built as a binding's would be; and the same plugin in Go
 //! (`fixtures/go-backup-job`), on the Go SDK's `http` and `metrics`.

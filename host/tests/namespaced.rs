@@ -1,4 +1,4 @@
-//! Namespace-scoped mode and RBAC from bindings (issue 20, items 5 and 6),
+//! Namespace-scoped mode and RBAC from bindings,
 //! on both backends: `gantry run --watch-namespaces a,b` as a service
 //! account holding only the Roles `gantry rbac` prints reconciles parents
 //! in a and b and never sees c; a right taken away is named in a

@@ -1,4 +1,4 @@
-//! `gantry plugin crd` and `gantry plugin apply` (issue 20, items 3 and 4):
+//! `gantry plugin crd` and `gantry plugin apply`:
 //! a project made by `gantry plugin new` goes into service on a cluster
 //! where `gantry run` serves, with the CRD derived from its Rust types; a
 //! version the operator refuses is reported with the refusal; a policy

@@ -1,5 +1,5 @@
 //! `gantry plugin diff`, `gantry plugin capture` and `gantry plugin run
-//! --request` against a live cluster (issue 14, items 2 and 3): a binding
+//! --request` against a live cluster: a binding
 //! served by the operator, reproduced by the command line, which writes
 //! nothing.
 

@@ -1,4 +1,4 @@
-//! The sandbox against hostile components (issue 13): every call ends by
+//! The sandbox against hostile components: every call ends by
 //! its deadline whatever the guest calls, a concurrency slot is held until
 //! its instance is gone, and a flood on stdout is cut, not fatal.
 

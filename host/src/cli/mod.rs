@@ -12,6 +12,7 @@ mod apply;
 mod bench;
 mod component;
 mod convert;
+pub mod docs;
 mod local_cluster;
 mod operator;
 mod plugin;
@@ -72,6 +73,9 @@ enum Command {
     /// Benchmarks: call dispatch cost, convergence at scale.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Print a reference page of the book, generated from the code.
+    #[command(subcommand, hide = true)]
+    Docs(docs::DocsCommand),
 }
 
 /// Where the local commands (`plugin run|bench`, `policy run|bench`) cache
@@ -113,17 +117,24 @@ fn fail(code: u8, error: &dyn std::fmt::Display) -> ExitCode {
 /// fault it was: the plugin's own error, the sandbox, or the host.
 fn call_failed(error: &crate::runtime::CallError) -> ExitCode {
     use crate::runtime::CallError;
-    let code = match error {
-        CallError::Plugin(_) => exit::PLUGIN_ERROR,
-        CallError::Host(_) => exit::OTHER,
-        _ => exit::SANDBOX,
-    };
+    let code = call_exit_code(error);
     let retry = match error {
         CallError::Plugin(e) if e.retryable => " (retryable)",
         _ => "",
     };
     eprintln!("error: {error}{retry}");
     ExitCode::from(code)
+}
+
+/// The exit code of a failed plugin call: the plugin's own error, the
+/// sandbox's, or the host's.
+fn call_exit_code(error: &crate::runtime::CallError) -> u8 {
+    use crate::runtime::CallError;
+    match error {
+        CallError::Plugin(_) => exit::PLUGIN_ERROR,
+        CallError::Host(_) => exit::OTHER,
+        _ => exit::SANDBOX,
+    }
 }
 
 /// The multi-threaded runtime the async commands run on (plugins are
@@ -199,5 +210,6 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Apiserver(args) => operator::apiserver(args),
         Command::Bench(command) => bench::run(command),
         Command::Rbac(args) => rbac::run(&args),
+        Command::Docs(command) => docs::run(&command),
     }
 }

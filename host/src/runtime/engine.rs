@@ -45,11 +45,11 @@ pub enum Allocator {
 
 /// Memories, tables and core instances one plugin instance may have: the
 /// pooling allocator's per-component bounds, and the limiter's otherwise.
-pub(crate) const MAX_MEMORIES: usize = 4;
+pub const MAX_MEMORIES: usize = 4;
 /// Tables per plugin instance.
-pub(crate) const MAX_TABLES: usize = 16;
+pub const MAX_TABLES: usize = 16;
 /// Core instances per plugin instance.
-pub(crate) const MAX_CORE_INSTANCES: usize = 32;
+pub const MAX_CORE_INSTANCES: usize = 32;
 
 /// One of the bounds above, as the pooling allocator takes it.
 fn small(bound: usize) -> u32 {

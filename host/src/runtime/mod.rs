@@ -25,11 +25,13 @@ use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
 pub use cache::digest;
-pub use engine::{Allocator, EPOCH_TICK, EngineSettings};
+pub use engine::{
+    Allocator, EPOCH_TICK, EngineSettings, MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES,
+};
 pub use error::{CallError, LoadError};
 pub use limits::Limits;
 pub use plugin::{ConverterPlugin, PolicyPlugin, ReconcilerPlugin};
-pub use store::{CAPTURE_BYTES, CallState, MAX_RANDOM_BYTES};
+pub use store::{CAPTURE_BYTES, CallState, MAX_LOG_LINE, MAX_LOG_LINES, MAX_RANDOM_BYTES};
 
 use crate::contract::bindings::reconciler::gantry::plugin::{host, http, metrics, types};
 

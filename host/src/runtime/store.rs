@@ -21,9 +21,9 @@ use crate::capability::{Grants, HttpCall};
 /// Bytes of stdout (and of stderr) kept per call; the rest is dropped.
 pub const CAPTURE_BYTES: usize = 64 << 10;
 /// Log lines (the `log` import) accepted per call; the rest is counted.
-const MAX_LOG_LINES: usize = 256;
+pub const MAX_LOG_LINES: usize = 256;
 /// Longest log line kept, bytes.
-const MAX_LOG_LINE: usize = 4096;
+pub const MAX_LOG_LINE: usize = 4096;
 /// Most random bytes one `get-random-bytes` may ask for.
 pub const MAX_RANDOM_BYTES: u64 = 1 << 20;
 

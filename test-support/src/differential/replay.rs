@@ -19,8 +19,8 @@
 //! their streams depend on timing.
 //! Watches are never compared.
 //!
-//! Protobuf is asked for by kubectl but answered only by the real server
-//! (issue 19); the replay asks both for JSON, so that their bodies can be
+//! Protobuf is asked for by kubectl but answered only by the real server;
+//! the replay asks both for JSON, so that their bodies can be
 //! compared at all.
 
 use std::collections::{BTreeSet, HashMap};
