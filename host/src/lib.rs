@@ -10,8 +10,12 @@
 //! - [`binding`]: plugins delivered in ConfigMaps: the envelope (inline or
 //!   from a URL or OCI registry, pinned by sha256), one limits type, and the
 //!   one loader that puts each new version into service or refuses it.
-//! - [`controller`]: the operator: reconcile bindings, one controller per
-//!   binding, reconcile → guardrails → apply/prune → status.
+//! - [`controller`]: the operator, one controller per reconcile binding.
+//!   A CR event ([`controller::mappers`]) starts a reconcile
+//!   ([`controller::reconcile`]), whose settle loop ([`controller::settle`])
+//!   builds the [`controller::request`], calls the plugin, runs the
+//!   [`controller::guardrails`] and applies and prunes the
+//!   [`controller::children`]; then [`controller::status`].
 //! - [`policy`]: admission policies: policy bindings, their webhook
 //!   routes, webhook configuration sync, guardrails on reconcile output.
 //! - [`conversion`]: CRD converters: converter bindings, shadow runs on

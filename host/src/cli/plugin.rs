@@ -16,7 +16,7 @@ use super::local_cluster::RunChecks;
 use super::{call_failed, exit, fail};
 use crate::capability::secrets::StaticSecrets;
 use crate::capability::{Grants, HttpGrant};
-use crate::controller::binding::BindingSpec;
+use crate::controller::spec::BindingSpec;
 use crate::manifest::{read_object, read_objects, read_value};
 use crate::runtime::{CallError, Limits, ReconcilerPlugin};
 use crate::toolchain::{self, BuildOptions};

@@ -13,8 +13,8 @@ use kube::api::{DynamicObject, ListParams};
 use kube::runtime::events::Reporter;
 use kube::{Api, Client, ResourceExt};
 
-use super::binding::{BINDING_LABEL, BindingSpec, DIGEST_ANNOTATION};
 use super::context::{BindingContext, Current, object_key};
+use super::spec::{BINDING_LABEL, BindingSpec, DIGEST_ANNOTATION};
 use super::watches::Watches;
 use super::{Metrics, OperatorOptions, Shared};
 use crate::binding::loader::PendingPlugin;
@@ -53,7 +53,7 @@ impl OfflineBinding {
             .await
             .with_context(|| format!("listing the bindings of namespace {namespace}"))?;
         let found = config_maps.items.into_iter().find_map(|cm| {
-            let read = super::bindings::read_binding(&cm);
+            let read = super::manager::read_binding(&cm);
             let named = match &read {
                 Ok((spec, _)) => spec.name == name,
                 Err(_) => false,

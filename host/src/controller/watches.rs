@@ -19,9 +19,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::Shared;
-use super::binding::{BindingSpec, CHILD_LABEL, KindRef};
 use super::cached::CachedObject;
 use super::context::{BindingContext, ChildKind, Current, KindInfo, RelatedKind};
+use super::spec::{BindingSpec, CHILD_LABEL, KindRef};
 use crate::binding::loader::Refusal;
 use crate::recorder::Recorder;
 

@@ -18,7 +18,7 @@ use kube::discovery::Scope;
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
-use crate::controller::binding::{BINDING_KEY, BINDING_LABEL};
+use crate::controller::spec::{BINDING_KEY, BINDING_LABEL};
 use crate::publish::config_map;
 use crate::toolchain;
 pub use install::{ApplyError, Installer, Outcome};

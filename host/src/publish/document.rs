@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::controller::binding::{self, BindingSpec};
+use crate::controller::spec::{self as binding_spec, BindingSpec};
 use crate::conversion::binding::{self as converter_binding, ConverterSpec};
 use crate::policy::binding::{self as policy_binding, PolicySpec};
 
@@ -50,7 +50,7 @@ impl Document {
                 })
                 .map_err(|e| anyhow::anyhow!("invalid converter document: {e}"));
         }
-        let as_binding = binding::parse_spec(text);
+        let as_binding = binding_spec::parse_spec(text);
         if let Ok(spec) = as_binding {
             return Ok(Self::Binding {
                 spec: Box::new(spec),

@@ -476,10 +476,9 @@ mod tests {
             .map(|line| line.strip_prefix("# ").unwrap_or(line))
             .collect();
         let uncommented = format!("capabilities:{}\n", uncommented.join("\n"));
-        let plain =
-            crate::controller::binding::parse_spec(&plain.replace("__NAME__", "x")).unwrap();
+        let plain = crate::controller::spec::parse_spec(&plain.replace("__NAME__", "x")).unwrap();
         assert_eq!(plain.capabilities.http, None, "off by default");
-        let granted = crate::controller::binding::parse_spec(&format!(
+        let granted = crate::controller::spec::parse_spec(&format!(
             "{}{uncommented}",
             template
                 .split_once("# capabilities:")

@@ -1,6 +1,9 @@
-//! A binding: which parent kind a plugin reconciles, what it may create,
-//! what it reads, and the plugin itself, as held by a ConfigMap labelled
-//! `gantry.dev/plugin`.
+//! The spec of a reconcile binding (`binding.yaml`): which parent kind a
+//! plugin reconciles, what it may create, what it reads, and the plugin
+//! itself, as held by a ConfigMap labelled `gantry.dev/plugin`.
+
+mod hand_over;
+mod rollout;
 
 use std::time::Duration;
 
@@ -15,6 +18,8 @@ use crate::binding::envelope::{self, Component, EnvelopeError, PluginBytes};
 pub use crate::binding::envelope::{MAX_PLUGIN_BYTES, PLUGIN_KEY, PLUGIN_ZSTD_KEY, is_sha256_hex};
 use crate::binding::source::SourceSpec;
 use crate::runtime::Limits;
+pub use hand_over::HandOverSpec;
+pub use rollout::{RolloutSpec, Threshold};
 
 /// Label that marks a ConfigMap as a plugin binding.
 pub const BINDING_LABEL: &str = "gantry.dev/plugin";
@@ -142,16 +147,16 @@ pub struct BindingSpec {
     /// How a new version goes into service: shadow-run first, and what it
     /// may fail or change.
     #[serde(default)]
-    pub rollout: super::rollout::RolloutSpec,
+    pub rollout: RolloutSpec,
     /// What the plugin may do beyond computing (outbound HTTP); nothing
     /// unless granted.
     #[serde(default)]
     pub capabilities: crate::capability::CapabilitiesSpec,
     /// Fields of children that pass to another controller (an HPA's
     /// `spec.replicas`) when the plugin stops setting them, instead of
-    /// being removed (see [`handover`](super::handover)).
+    /// being removed (see `children::handover`).
     #[serde(default)]
-    pub hand_over: Vec<super::handover::HandOverSpec>,
+    pub hand_over: Vec<HandOverSpec>,
 }
 
 fn default_resync() -> u64 {
@@ -336,7 +341,7 @@ pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
             ));
         }
     }
-    super::handover::check(&spec.hand_over, &spec.children)
+    hand_over::check(&spec.hand_over, &spec.children)
         .map_err(|(at, message)| field(&at, message))?;
     if spec.max_concurrent_reconciles == Some(0) {
         return Err(field("maxConcurrentReconciles", "must be at least 1"));
