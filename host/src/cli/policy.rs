@@ -102,7 +102,7 @@ impl CallArgs {
 
     /// A binding as the server would hold it, for the decision.
     fn spec(&self, name: &str, settings: Value) -> anyhow::Result<PolicySpec> {
-        let name = if crate::controller::spec::is_dns_label(name) {
+        let name = if gantry_apiserver::objects::names::is_dns1123_label(name) {
             name
         } else {
             "policy"

@@ -14,7 +14,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use gantry_apiserver::admission::matching::{RuleRequest, rule_covers};
-use gantry_apiserver::objects::meta::is_dns_label;
+use gantry_apiserver::objects::names::is_dns1123_label;
 use k8s_openapi::api::admissionregistration::v1::RuleWithOperations;
 
 pub use crate::binding::LimitsSpec;
@@ -298,7 +298,7 @@ fn check_selector(path: &str, selector: Option<&LabelSelector>) -> Result<(), Po
 pub fn parse_spec(text: &str) -> Result<PolicySpec, PolicyBindingError> {
     let spec: PolicySpec =
         serde_yaml::from_str(text).map_err(|e| PolicyBindingError::InvalidSpec(e.to_string()))?;
-    if !is_dns_label(&spec.name) {
+    if !is_dns1123_label(&spec.name) {
         return Err(field(
             "name",
             format!(

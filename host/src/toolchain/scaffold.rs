@@ -322,7 +322,7 @@ URL, not inline.
 /// Whether `name` can name a plugin: a DNS label (it becomes the binding's
 /// name), not starting with a digit (it becomes a package name).
 pub fn valid_name(name: &str) -> bool {
-    gantry_apiserver::objects::meta::is_dns_label(name)
+    gantry_apiserver::objects::names::is_dns1123_label(name)
         && name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
 }
 

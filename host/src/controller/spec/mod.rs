@@ -7,6 +7,7 @@ mod rollout;
 
 use std::time::Duration;
 
+use gantry_apiserver::objects::names::{is_dns1123_label, is_dns1123_subdomain};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::{Deserialize, Serialize};
@@ -249,14 +250,12 @@ fn field(field: &str, message: impl Into<String>) -> BindingError {
     }
 }
 
-pub use gantry_apiserver::objects::meta::{is_dns_label, is_dns_subdomain};
-
 fn check_kind(path: &str, kind: &KindRef) -> Result<(), BindingError> {
     let version_ok = {
         let mut parts = kind.api_version.split('/');
         match (parts.next(), parts.next(), parts.next()) {
-            (Some(v), None, None) => is_dns_label(v),
-            (Some(g), Some(v), None) => is_dns_subdomain(g) && is_dns_label(v),
+            (Some(v), None, None) => is_dns1123_label(v),
+            (Some(g), Some(v), None) => is_dns1123_subdomain(g) && is_dns1123_label(v),
             _ => false,
         }
     };
@@ -289,7 +288,7 @@ fn check_kind(path: &str, kind: &KindRef) -> Result<(), BindingError> {
 pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
     let spec: BindingSpec =
         serde_yaml::from_str(text).map_err(|e| BindingError::InvalidSpec(e.to_string()))?;
-    if !is_dns_label(&spec.name) {
+    if !is_dns1123_label(&spec.name) {
         return Err(field(
             "name",
             format!(
@@ -328,7 +327,7 @@ pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
         }
     }
     for (i, policy) in spec.guardrail_policies.iter().enumerate() {
-        if !is_dns_label(policy) {
+        if !is_dns1123_label(policy) {
             return Err(field(
                 &format!("guardrailPolicies[{i}]"),
                 format!("{policy:?} is not a policy name (a DNS label)"),
