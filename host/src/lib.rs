@@ -4,10 +4,11 @@
 //! components. Read the data path top-down:
 //!
 //! - [`contract`]: the WIT contract (`wit/gantry.wit`) on the host side:
-//!   generated bindings and checked conversions to `gantry_sdk` types.
+//!   the code wasmtime generates from it ([`contract::generated`]) and
+//!   checked conversions to `gantry_sdk` types.
 //! - [`runtime`]: the wasmtime engine, plugin loading with a digest-keyed
 //!   compile cache, and the per-call sandbox with its limits.
-//! - [`binding`]: plugins delivered in ConfigMaps: the envelope (inline or
+//! - [`delivery`]: plugins delivered in ConfigMaps: the envelope (inline or
 //!   from a URL or OCI registry, pinned by sha256), one limits type, and the
 //!   one loader that puts each new version into service or refuses it.
 //! - [`controller`]: the operator, one controller per reconcile binding.
@@ -16,9 +17,11 @@
 //!   builds the [`controller::request`], calls the plugin, runs the
 //!   [`controller::guardrails`] and applies and prunes the
 //!   [`controller::children`]; then [`controller::status`].
-//! - [`policy`]: admission policies: policy bindings, their webhook
-//!   routes, webhook configuration sync, guardrails on reconcile output.
-//! - [`conversion`]: CRD converters: converter bindings, shadow runs on
+//! - [`policy`]: admission policies: policy bindings ([`policy::spec`]),
+//!   their webhook routes, webhook configuration sync, and the guardrail
+//!   policies on reconcile output ([`policy::guardrail_policies`]).
+//! - [`conversion`]: CRD converters: converter bindings
+//!   ([`conversion::spec`]), shadow runs on
 //!   stored objects, their webhook routes, the CRDs' `spec.conversion`.
 //! - [`webhook`]: the HTTPS server both are served on, its certificate,
 //!   and how the API server reaches it.
@@ -35,12 +38,12 @@
 
 pub mod api_client;
 pub mod bench;
-pub mod binding;
 pub mod capability;
 pub mod cli;
 pub mod contract;
 pub mod controller;
 pub mod conversion;
+pub mod delivery;
 pub mod dev;
 pub mod health;
 pub mod manifest;

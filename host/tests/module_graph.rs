@@ -1,6 +1,6 @@
-//! The host's top-level modules depend on each other one way: `binding`
-//! on `runtime` only, `policy` on `binding` and `runtime`, `controller` on
-//! `binding` and `policy`, and `cli` is a leaf. Inside the controller, no
+//! The host's top-level modules depend on each other one way: `delivery`
+//! on `runtime` only, `policy` on `delivery` and `runtime`, `controller` on
+//! `delivery` and `policy`, and `cli` is a leaf. Inside the controller, no
 //! step of the reconcile path depends on the step that calls it, and only
 //! the reconcile records what the children's writes did in the ledger.
 //! Read from the sources, so a `use` that reaches back fails here.
@@ -81,17 +81,20 @@ fn modules_depend_on_each_other_one_way() {
             "{module} uses {extra:?}; it may use only {deps:?}"
         );
     };
-    allowed("binding", &["recorder", "runtime", "tls"]);
+    allowed("delivery", &["recorder", "runtime", "tls"]);
     allowed("capability", &["contract", "tls"]);
-    allowed("policy", &["binding", "recorder", "runtime", "webhook"]);
-    allowed("conversion", &["binding", "recorder", "runtime", "webhook"]);
+    allowed("policy", &["delivery", "recorder", "runtime", "webhook"]);
+    allowed(
+        "conversion",
+        &["delivery", "recorder", "runtime", "webhook"],
+    );
     allowed("webhook", &[]);
     for module in [
         "controller",
         "policy",
         "conversion",
         "webhook",
-        "binding",
+        "delivery",
         "bench",
         "dev",
         "manifest",
@@ -106,7 +109,7 @@ fn modules_depend_on_each_other_one_way() {
         "policy",
         "conversion",
         "webhook",
-        "binding",
+        "delivery",
         "cli",
         "bench",
         "dev",

@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::component::component;
 use super::{call_failed, exit, fail};
 use crate::manifest::{read_object, read_value};
-use crate::policy::binding::{Mode, PolicySpec, parse_spec};
 use crate::policy::review;
+use crate::policy::spec::{Mode, PolicySpec, parse_spec};
 use crate::runtime::{CallError, Limits, PolicyPlugin};
 
 #[derive(Debug, Subcommand)]

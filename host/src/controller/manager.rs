@@ -29,8 +29,8 @@ use super::spec::{
 };
 use super::watches::{CacheTask, Watches};
 use super::{Metrics, OperatorOptions, ReconcileError, Shared};
-use crate::binding::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
-use crate::binding::source::{Fetcher, SourceSpec};
+use crate::delivery::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
+use crate::delivery::source::{Fetcher, SourceSpec};
 use crate::recorder::Recorder;
 use crate::runtime::{ReconcilerPlugin, Runtime};
 
@@ -70,7 +70,7 @@ pub async fn run_operator(
 /// The binding and the component of the version a ConfigMap holds.
 pub fn read_binding(
     cm: &k8s_openapi::api::core::v1::ConfigMap,
-) -> Result<(BindingSpec, crate::binding::envelope::Component), Refusal> {
+) -> Result<(BindingSpec, crate::delivery::envelope::Component), Refusal> {
     loader::read::<Bindings>(cm)
 }
 

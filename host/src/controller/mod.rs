@@ -97,7 +97,7 @@ pub struct OperatorOptions {
     /// Admission policies in service, for bindings' `guardrailPolicies`.
     pub policies: crate::policy::Policies,
     /// How remote plugins (`source: {url|oci}`) are downloaded and cached.
-    pub plugin_sources: crate::binding::source::FetchSettings,
+    pub plugin_sources: crate::delivery::source::FetchSettings,
     /// The namespaces whose parents, children and related objects are
     /// watched.
     pub watch_scope: scope::WatchScope,
@@ -116,7 +116,7 @@ impl Default for OperatorOptions {
             leading: None,
             readiness: Arc::default(),
             policies: crate::policy::Policies::default(),
-            plugin_sources: crate::binding::source::FetchSettings::default(),
+            plugin_sources: crate::delivery::source::FetchSettings::default(),
             watch_scope: scope::WatchScope::default(),
         }
     }
@@ -228,9 +228,9 @@ impl ReconcileError {
     }
 }
 
-impl From<crate::policy::guardrails::GuardrailError> for ReconcileError {
-    fn from(error: crate::policy::guardrails::GuardrailError) -> Self {
-        use crate::policy::guardrails::GuardrailError;
+impl From<crate::policy::guardrail_policies::GuardrailError> for ReconcileError {
+    fn from(error: crate::policy::guardrail_policies::GuardrailError) -> Self {
+        use crate::policy::guardrail_policies::GuardrailError;
         match error {
             GuardrailError::Denied(denials) => Self::PolicyDenied(denials),
             GuardrailError::Unavailable(missing) => Self::PolicyUnavailable(missing),

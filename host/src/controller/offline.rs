@@ -17,8 +17,8 @@ use super::context::{BindingContext, Current, object_key};
 use super::spec::{BINDING_LABEL, BindingSpec, DIGEST_ANNOTATION};
 use super::watches::Watches;
 use super::{Metrics, OperatorOptions, Shared};
-use crate::binding::loader::PendingPlugin;
-use crate::binding::source::{FetchSettings, Fetcher};
+use crate::delivery::loader::PendingPlugin;
+use crate::delivery::source::{FetchSettings, Fetcher};
 use crate::recorder::Recorder;
 use crate::runtime::{ReconcilerPlugin, Runtime};
 

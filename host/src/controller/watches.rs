@@ -22,7 +22,7 @@ use super::Shared;
 use super::cached::CachedObject;
 use super::context::{BindingContext, ChildKind, Current, KindInfo, RelatedKind};
 use super::spec::{BindingSpec, CHILD_LABEL, KindRef};
-use crate::binding::loader::Refusal;
+use crate::delivery::loader::Refusal;
 use crate::recorder::Recorder;
 
 /// Objects whose change may call for a reconcile, as a controller takes them.

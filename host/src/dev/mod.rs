@@ -311,7 +311,7 @@ pub fn policy_config_map(
     component: &[u8],
     compress: bool,
 ) -> anyhow::Result<ConfigMap> {
-    use crate::policy::binding::{POLICY_KEY, POLICY_LABEL};
+    use crate::policy::spec::{POLICY_KEY, POLICY_LABEL};
     let mut cm =
         config_map::with_component(name, namespace, POLICY_LABEL, Some(component), compress)?;
     cm.data = Some([(POLICY_KEY.to_string(), policy_yaml.to_string())].into());

@@ -123,9 +123,9 @@ pub async fn wait(
 ) -> anyhow::Result<Answer> {
     let (annotation, loaded) = match document {
         Document::Binding { .. } => (crate::controller::spec::DIGEST_ANNOTATION, "PluginLoaded"),
-        Document::Policy { .. } => (crate::policy::binding::DIGEST_ANNOTATION, "PolicyLoaded"),
+        Document::Policy { .. } => (crate::policy::spec::DIGEST_ANNOTATION, "PolicyLoaded"),
         Document::Converter { .. } => (
-            crate::conversion::binding::DIGEST_ANNOTATION,
+            crate::conversion::spec::DIGEST_ANNOTATION,
             "ConverterLoaded",
         ),
     };

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::Document;
 use crate::controller::spec::{BINDING_KEY, BINDING_LABEL, PLUGIN_KEY, PLUGIN_ZSTD_KEY};
-use crate::conversion::binding::{CONVERTER_KEY, CONVERTER_LABEL};
-use crate::policy::binding::{POLICY_KEY, POLICY_LABEL};
+use crate::conversion::spec::{CONVERTER_KEY, CONVERTER_LABEL};
+use crate::policy::spec::{POLICY_KEY, POLICY_LABEL};
 
 /// Most bytes of values a ConfigMap holds (`data` and `binaryData`
 /// together): the API server refuses a larger one.

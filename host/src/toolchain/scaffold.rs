@@ -538,7 +538,7 @@ mod tests {
                 assert!(!text.contains(placeholder), "{}", file.display());
             }
         }
-        let spec = crate::conversion::binding::parse_spec(
+        let spec = crate::conversion::spec::parse_spec(
             &std::fs::read_to_string(converter.join("converter.yaml")).unwrap(),
         )
         .unwrap();

@@ -13,7 +13,7 @@ use crate::controller::context::BindingContext;
 use crate::controller::guardrails::DesiredChild;
 use crate::controller::ledger::ChildKey;
 use crate::controller::spec::CHILD_LABEL;
-use crate::policy::guardrails::ChildIntent;
+use crate::policy::guardrail_policies::ChildIntent;
 
 /// A desired child as it will be applied.
 #[derive(Debug, Clone)]

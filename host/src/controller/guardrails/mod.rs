@@ -14,7 +14,7 @@ pub use checks::{DesiredChild, Rules, check_children};
 
 use super::ReconcileError;
 use super::context::BindingContext;
-use crate::policy::guardrails::ChildIntent;
+use crate::policy::guardrail_policies::ChildIntent;
 
 /// The desired children of a plugin's `response` for `parent`, if the
 /// host's checks pass them. The checks run on the blocking pool: up to the
@@ -52,7 +52,7 @@ pub async fn judge(
     policies: &[String],
     children: &[ChildIntent<'_>],
 ) -> Result<(), ReconcileError> {
-    crate::policy::guardrails::check(
+    crate::policy::guardrail_policies::check(
         &ctx.shared.options.policies,
         &ctx.client,
         &ctx.name,

@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-pub use crate::binding::LimitsSpec;
-use crate::binding::envelope::{self, Component, EnvelopeError, PluginBytes};
-pub use crate::binding::envelope::{MAX_PLUGIN_BYTES, PLUGIN_KEY, PLUGIN_ZSTD_KEY, is_sha256_hex};
-use crate::binding::source::SourceSpec;
+pub use crate::delivery::LimitsSpec;
+use crate::delivery::envelope::{self, Component, EnvelopeError, PluginBytes};
+pub use crate::delivery::envelope::{MAX_PLUGIN_BYTES, PLUGIN_KEY, PLUGIN_ZSTD_KEY, is_sha256_hex};
+use crate::delivery::source::SourceSpec;
 use crate::runtime::Limits;
 pub use hand_over::HandOverSpec;
 pub use rollout::{RolloutSpec, Threshold};
@@ -388,7 +388,7 @@ mod tests {
     use k8s_openapi::ByteString;
 
     use super::*;
-    use crate::binding::source::PluginSource;
+    use crate::delivery::source::PluginSource;
 
     const SPEC: &str = "name: memcached\nparent: {apiVersion: cache.example.com/v1alpha1, kind: Memcached}\nchildren:\n- {apiVersion: apps/v1, kind: Deployment}\n";
 

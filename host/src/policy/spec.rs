@@ -17,9 +17,9 @@ use gantry_apiserver::admission::matching::{RuleRequest, rule_covers};
 use gantry_apiserver::objects::names::is_dns1123_label;
 use k8s_openapi::api::admissionregistration::v1::RuleWithOperations;
 
-pub use crate::binding::LimitsSpec;
-use crate::binding::envelope::{self, Component, EnvelopeError, PluginBytes};
-use crate::binding::source::SourceSpec;
+pub use crate::delivery::LimitsSpec;
+use crate::delivery::envelope::{self, Component, EnvelopeError, PluginBytes};
+use crate::delivery::source::SourceSpec;
 use crate::runtime::Limits;
 
 /// Label that marks a ConfigMap as a policy binding.
@@ -464,7 +464,7 @@ mod tests {
     use k8s_openapi::ByteString;
 
     use super::*;
-    use crate::binding::envelope::PLUGIN_KEY;
+    use crate::delivery::envelope::PLUGIN_KEY;
 
     const SPEC: &str = "name: cap-replicas\nrules:\n- {apiGroups: [apps], apiVersions: [v1], resources: [deployments, deployments/scale], operations: [CREATE, UPDATE]}\nsettings: {max: 5}\n";
 

@@ -16,9 +16,9 @@ use thiserror::Error;
 
 use gantry_apiserver::objects::names::is_dns1123_subdomain;
 
-pub use crate::binding::LimitsSpec;
-use crate::binding::envelope;
-use crate::binding::source::SourceSpec;
+pub use crate::delivery::LimitsSpec;
+use crate::delivery::envelope;
+use crate::delivery::source::SourceSpec;
 use crate::runtime::Limits;
 
 /// Label that marks a ConfigMap as a converter binding.
