@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use gantry::binding::source::{FetchError, FetchSettings, Fetcher, PluginSource, oci};
+use gantry::delivery::source::{FetchError, FetchSettings, Fetcher, PluginSource, oci};
 use gantry_tests::sources::{FileServer, Registry};
 use gantry_tests::{Backend, backends};
 

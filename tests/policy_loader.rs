@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use gantry::binding::source::{FetchSettings, oci};
+use gantry::delivery::source::{FetchSettings, oci};
 use gantry::policy::Policies;
 use gantry::toolchain::example_plugin;
 use gantry_tests::sources::{FileServer, Registry};

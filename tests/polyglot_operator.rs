@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 /// took more than 3 minutes (115 s for one backend alone).
 const COMPILE_WAIT: Duration = Duration::from_mins(6);
 
-use gantry::binding::source::{FetchSettings, oci};
 use gantry::controller::OperatorOptions;
+use gantry::delivery::source::{FetchSettings, oci};
 use gantry::toolchain::{c, example_plugin, go, js, python, source_workspace_root};
 use gantry_tests::sources::{FileServer, Registry};
 use gantry_tests::{

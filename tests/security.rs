@@ -624,7 +624,7 @@ async fn a_slow_validate_settings_does_not_hold_up_other_policies(backend: Backe
         gantry::runtime::Runtime::with_defaults().unwrap(),
         BINDINGS_NS,
         policies.clone(),
-        gantry::binding::source::FetchSettings::default(),
+        gantry::delivery::source::FetchSettings::default(),
         async move {
             let _ = stopped.await;
         },

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::discovery::version_priority;
 use crate::error::{ApiError, ApiResult, Cause};
+use crate::objects::names::{is_dns1123_label, is_dns1123_subdomain};
 use crate::registry::{CrdVersion, Registry, ResourceInfo, ScalePaths};
 
 /// The CRD API group.
@@ -39,10 +40,6 @@ fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
     v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
-fn is_dns_label(x: &str) -> bool {
-    crate::objects::meta::is_dns_subdomain(x) && !x.contains('.') && x.len() <= 63
-}
-
 /// Validates a CRD and fills in defaults and status; `old` on update.
 pub fn admit(crd: &mut Value, old: Option<&Value>) -> ApiResult<()> {
     fn invalid(field: &str, value: &str, detail: &str) -> Cause {
@@ -63,7 +60,7 @@ pub fn admit(crd: &mut Value, old: Option<&Value>) -> ApiResult<()> {
             "Required value",
             "spec.group",
         ));
-    } else if !group.contains('.') || !crate::objects::meta::is_dns_subdomain(&group) {
+    } else if !group.contains('.') || !is_dns1123_subdomain(&group) {
         causes.push(invalid(
             "spec.group",
             &group,
@@ -76,7 +73,7 @@ pub fn admit(crd: &mut Value, old: Option<&Value>) -> ApiResult<()> {
             "Required value",
             "spec.names.plural",
         ));
-    } else if !is_dns_label(&plural) {
+    } else if !is_dns1123_label(&plural) {
         causes.push(invalid("spec.names.plural", &plural, "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"));
     }
     if kind.is_empty() {
@@ -155,7 +152,7 @@ pub fn admit(crd: &mut Value, old: Option<&Value>) -> ApiResult<()> {
         let mut seen = std::collections::BTreeSet::new();
         for (i, v) in versions.iter().enumerate() {
             let vname = s(v, "/name");
-            if !is_dns_label(vname) {
+            if !is_dns1123_label(vname) {
                 causes.push(invalid(
                     &format!("spec.versions[{i}].name"),
                     vname,

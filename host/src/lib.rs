@@ -4,17 +4,24 @@
 //! components. Read the data path top-down:
 //!
 //! - [`contract`]: the WIT contract (`wit/gantry.wit`) on the host side:
-//!   generated bindings and checked conversions to `gantry_sdk` types.
+//!   the code wasmtime generates from it ([`contract::generated`]) and
+//!   checked conversions to `gantry_sdk` types.
 //! - [`runtime`]: the wasmtime engine, plugin loading with a digest-keyed
 //!   compile cache, and the per-call sandbox with its limits.
-//! - [`binding`]: plugins delivered in ConfigMaps: the envelope (inline or
+//! - [`delivery`]: plugins delivered in ConfigMaps: the envelope (inline or
 //!   from a URL or OCI registry, pinned by sha256), one limits type, and the
 //!   one loader that puts each new version into service or refuses it.
-//! - [`controller`]: the operator: reconcile bindings, one controller per
-//!   binding, reconcile → guardrails → apply/prune → status.
-//! - [`policy`]: admission policies: policy bindings, their webhook
-//!   routes, webhook configuration sync, guardrails on reconcile output.
-//! - [`conversion`]: CRD converters: converter bindings, shadow runs on
+//! - [`controller`]: the operator, one controller per reconcile binding.
+//!   A CR event ([`controller::mappers`]) starts a reconcile
+//!   ([`controller::reconcile`]), whose settle loop ([`controller::settle`])
+//!   builds the [`controller::request`], calls the plugin, runs the
+//!   [`controller::guardrails`] and applies and prunes the
+//!   [`controller::children`]; then [`controller::status`].
+//! - [`policy`]: admission policies: policy bindings ([`policy::spec`]),
+//!   their webhook routes, webhook configuration sync, and the guardrail
+//!   policies on reconcile output ([`policy::guardrail_policies`]).
+//! - [`conversion`]: CRD converters: converter bindings
+//!   ([`conversion::spec`]), shadow runs on
 //!   stored objects, their webhook routes, the CRDs' `spec.conversion`.
 //! - [`webhook`]: the HTTPS server both are served on, its certificate,
 //!   and how the API server reaches it.
@@ -31,12 +38,12 @@
 
 pub mod api_client;
 pub mod bench;
-pub mod binding;
 pub mod capability;
 pub mod cli;
 pub mod contract;
 pub mod controller;
 pub mod conversion;
+pub mod delivery;
 pub mod dev;
 pub mod health;
 pub mod manifest;

@@ -1,7 +1,9 @@
-//! The host's top-level modules depend on each other one way: `binding`
-//! on `runtime` only, `policy` on `binding` and `runtime`, `controller` on
-//! `binding` and `policy`, and `cli` is a leaf. Read from the sources, so a
-//! `use` that reaches back fails here.
+//! The host's top-level modules depend on each other one way: `delivery`
+//! on `runtime` only, `policy` on `delivery` and `runtime`, `controller` on
+//! `delivery` and `policy`, and `cli` is a leaf. Inside the controller, no
+//! step of the reconcile path depends on the step that calls it, and only
+//! the reconcile records what the children's writes did in the ledger.
+//! Read from the sources, so a `use` that reaches back fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -79,17 +81,20 @@ fn modules_depend_on_each_other_one_way() {
             "{module} uses {extra:?}; it may use only {deps:?}"
         );
     };
-    allowed("binding", &["recorder", "runtime", "tls"]);
+    allowed("delivery", &["recorder", "runtime", "tls"]);
     allowed("capability", &["contract", "tls"]);
-    allowed("policy", &["binding", "recorder", "runtime", "webhook"]);
-    allowed("conversion", &["binding", "recorder", "runtime", "webhook"]);
+    allowed("policy", &["delivery", "recorder", "runtime", "webhook"]);
+    allowed(
+        "conversion",
+        &["delivery", "recorder", "runtime", "webhook"],
+    );
     allowed("webhook", &[]);
     for module in [
         "controller",
         "policy",
         "conversion",
         "webhook",
-        "binding",
+        "delivery",
         "bench",
         "dev",
         "manifest",
@@ -104,7 +109,7 @@ fn modules_depend_on_each_other_one_way() {
         "policy",
         "conversion",
         "webhook",
-        "binding",
+        "delivery",
         "cli",
         "bench",
         "dev",
@@ -114,6 +119,99 @@ fn modules_depend_on_each_other_one_way() {
             assert!(
                 a == b || !(reaches(&graph, a, b) && reaches(&graph, b, a)),
                 "{a} and {b} depend on each other"
+            );
+        }
+    }
+}
+
+/// The modules of `controller/` each of them names, as `super::<module>`
+/// (`super::super::<module>` one level down) or `crate::controller::<module>`.
+fn controller_edges() -> BTreeMap<String, BTreeSet<String>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/controller");
+    let modules: BTreeSet<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n != "mod.rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().to_string())
+        .collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in sources(&dir) {
+        let relative = file.strip_prefix(&dir).unwrap();
+        let parts: Vec<String> = relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().to_string())
+            .collect();
+        let module = parts[0].trim_end_matches(".rs").to_string();
+        if !modules.contains(&module) {
+            continue;
+        }
+        // In `x.rs` and `x/mod.rs`, `super::` is the controller; deeper, `super::super::`.
+        let nested = parts.len() > 1 && parts[parts.len() - 1] != "mod.rs";
+        let sibling = if nested { "super::super::" } else { "super::" };
+        let text = std::fs::read_to_string(&file).unwrap();
+        let uses = graph.entry(module.clone()).or_default();
+        for prefix in [sibling, "crate::controller::"] {
+            for (i, _) in text.match_indices(prefix) {
+                if prefix == "super::" && text[..i].ends_with("super::") {
+                    continue;
+                }
+                let name: String = text[i + prefix.len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if name != module && modules.contains(&name) {
+                    uses.insert(name);
+                }
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn the_reconcile_path_never_reaches_back() {
+    let graph = controller_edges();
+    // Who calls whom along CR event → request → plugin → guardrails →
+    // apply → status: the callee may not depend on its caller.
+    let calls = [
+        ("manager", "mappers"),
+        ("manager", "reconcile"),
+        ("reconcile", "settle"),
+        ("reconcile", "status"),
+        ("settle", "request"),
+        ("settle", "guardrails"),
+        ("settle", "children"),
+    ];
+    for (caller, callee) in calls {
+        assert!(
+            graph[caller].contains(callee),
+            "{caller} no longer uses {callee}; update this test"
+        );
+        assert!(
+            !reaches(&graph, callee, caller),
+            "{callee} depends on {caller}, which calls it"
+        );
+    }
+}
+
+#[test]
+fn applying_children_leaves_the_ledger_to_the_reconcile() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/controller");
+    for file in sources(&src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let relative = file.strip_prefix(&src).unwrap();
+        if relative.starts_with("children") {
+            assert!(
+                !text.contains("ledgers."),
+                "{} changes a ledger; children report what they wrote instead",
+                relative.display()
+            );
+        }
+        if text.contains(".record_children(") {
+            assert!(
+                relative == Path::new("reconcile.rs") || relative == Path::new("ledger.rs"),
+                "{} records children in a ledger; only the reconcile does",
+                relative.display()
             );
         }
     }

@@ -72,7 +72,7 @@ impl Cluster {
                     runtime,
                     NS,
                     policies,
-                    gantry::binding::source::FetchSettings::default(),
+                    gantry::delivery::source::FetchSettings::default(),
                     stopped(rx),
                 )
                 .await

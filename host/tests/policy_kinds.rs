@@ -1,7 +1,7 @@
 //! Policy rules may name kinds; discovery on the API server turns them into
 //! the resources a webhook configuration carries.
 
-use gantry::policy::binding::{parse_spec, resolve_kinds};
+use gantry::policy::spec::{parse_spec, resolve_kinds};
 use gantry_test_support::{Backend, Cluster, backends};
 
 #[backends]
@@ -67,7 +67,7 @@ async fn a_policy_waits_for_its_kind_to_be_served(backend: Backend) {
         runtime,
         NS,
         policies.clone(),
-        gantry::binding::source::FetchSettings::default(),
+        gantry::delivery::source::FetchSettings::default(),
         async move {
             let _ = stop_rx.await;
         },

@@ -360,7 +360,7 @@ fn validate_webhook(c: &Common, path: &str, allow_unsafe: bool, out: &mut Vec<Ca
     // name: a fully qualified domain name with at least three segments.
     if c.name.is_empty() {
         out.push(required(format!("{path}.name"), ""));
-    } else if !crate::objects::meta::is_dns_subdomain(&c.name) {
+    } else if !crate::objects::names::is_dns1123_subdomain(&c.name) {
         out.push(invalid(
             format!("{path}.name"),
             &format!("{:?}", c.name),

@@ -205,7 +205,7 @@ pub(crate) fn qualified_name_errors(key: &str) -> Vec<String> {
     };
     match prefix {
         Some("") => out.push("prefix part must be non-empty".into()),
-        Some(p) if !crate::objects::meta::is_dns_subdomain(p) => out.push("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into()),
+        Some(p) if !crate::objects::names::is_dns1123_subdomain(p) => out.push("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into()),
         _ => {}
     }
     if name.is_empty() {

@@ -114,9 +114,7 @@ fn review_version_causes(versions: &[String], path: &str, out: &mut Vec<Cause>) 
             ));
             continue;
         }
-        let dns1035 = crate::objects::meta::is_dns_label(v)
-            && v.starts_with(|c: char| c.is_ascii_lowercase());
-        if !dns1035 {
+        if !crate::objects::names::is_dns1035_label(v) {
             out.push(invalid(
                 &format!("{path}[{i}]"),
                 &format!("{v:?}"),

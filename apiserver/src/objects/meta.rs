@@ -3,27 +3,13 @@
 
 use serde_json::{Map, Value, json};
 
+use super::names::{is_dns1035_label, is_dns1123_label, is_dns1123_subdomain};
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::ResourceInfo;
 
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
-
-/// Whether `s` is a DNS-1123 label.
-pub fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-/// Whether `s` is a DNS-1123 subdomain.
-pub fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
-}
 
 /// The metadata map of an object (created if missing).
 pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
@@ -55,12 +41,9 @@ pub fn validate_name_and_labels(info: &ResourceInfo, obj: &Value) -> ApiResult<(
         ));
     } else {
         let (ok, msg) = match (info.group.as_str(), info.plural.as_str()) {
-            ("", "namespaces") => (is_dns_label(name), DNS1123_LABEL_MSG),
-            ("", "services") => (
-                is_dns_label(name) && name.starts_with(|c: char| c.is_ascii_lowercase()),
-                DNS1035_LABEL_MSG,
-            ),
-            _ => (is_dns_subdomain(name), DNS1123_SUBDOMAIN_MSG),
+            ("", "namespaces") => (is_dns1123_label(name), DNS1123_LABEL_MSG),
+            ("", "services") => (is_dns1035_label(name), DNS1035_LABEL_MSG),
+            _ => (is_dns1123_subdomain(name), DNS1123_SUBDOMAIN_MSG),
         };
         if !ok {
             causes.push(Cause::new(
@@ -74,7 +57,9 @@ pub fn validate_name_and_labels(info: &ResourceInfo, obj: &Value) -> ApiResult<(
         for (k, v) in labels {
             let val = v.as_str().unwrap_or("");
             let key_name = k.rsplit('/').next().unwrap_or("");
-            let prefix_ok = k.split_once('/').is_none_or(|(p, _)| is_dns_subdomain(p));
+            let prefix_ok = k
+                .split_once('/')
+                .is_none_or(|(p, _)| is_dns1123_subdomain(p));
             if !(prefix_ok && is_qualified_part(key_name) && key_name.len() <= 63) {
                 causes.push(Cause::new(
                     "FieldValueInvalid",
@@ -323,18 +308,4 @@ pub fn is_deleting(obj: &Value) -> bool {
 /// `metadata.uid`.
 pub fn uid(obj: &Value) -> &str {
     meta_str(obj, "uid").unwrap_or("")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dns_names() {
-        assert!(is_dns_subdomain("a.b-c.d1"));
-        assert!(!is_dns_subdomain("A"));
-        assert!(!is_dns_subdomain("a..b"));
-        assert!(!is_dns_subdomain("-a"));
-        assert!(!is_dns_subdomain(&"a".repeat(254)));
-    }
 }

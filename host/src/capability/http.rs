@@ -16,7 +16,7 @@ use super::metrics::CapabilityMetrics;
 use super::origin::Origin;
 use super::secrets::SecretSource;
 use super::spec::{HttpSpec, RESERVED_HEADERS};
-use crate::contract::bindings::reconciler::gantry::plugin::http::{
+use crate::contract::generated::reconciler::gantry::plugin::http::{
     Error, Method, Request, Response,
 };
 

@@ -145,7 +145,7 @@ impl HttpSpec {
                     format!("{:?} is not a header the host may set", header.header),
                 ));
             }
-            if !gantry_apiserver::objects::meta::is_dns_subdomain(&header.secret) {
+            if !gantry_apiserver::objects::names::is_dns1123_subdomain(&header.secret) {
                 return Err((
                     at("secret"),
                     format!("{:?} is not a Secret name", header.secret),

@@ -9,7 +9,7 @@ use crate::toolchain::{self, BuildOptions};
 
 /// Pull the component of an `oci://` reference (through the plugin cache).
 fn pull(reference: &str) -> anyhow::Result<(String, Vec<u8>)> {
-    let source = crate::binding::source::SourceSpec {
+    let source = crate::delivery::source::SourceSpec {
         url: None,
         oci: Some(reference.to_string()),
         insecure: false,
@@ -20,7 +20,7 @@ fn pull(reference: &str) -> anyhow::Result<(String, Vec<u8>)> {
         .enable_all()
         .build()?;
     let fetched =
-        runtime.block_on(crate::binding::source::Fetcher::default().fetch(&source, None))?;
+        runtime.block_on(crate::delivery::source::Fetcher::default().fetch(&source, None))?;
     eprintln!(
         "pulled {} (sha256 {})",
         fetched.resolved.as_deref().unwrap_or(reference),

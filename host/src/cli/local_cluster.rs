@@ -12,8 +12,8 @@ use gantry_apiserver::registry::Registry;
 use serde_json::Value;
 
 use crate::controller::ReconcileError;
-use crate::controller::binding::{BindingSpec, KindRef};
 use crate::controller::guardrails::{self, Rules};
+use crate::controller::spec::{BindingSpec, KindRef};
 
 /// The kinds a local run knows: every built-in kind, and the CRDs given.
 pub struct LocalCluster {
@@ -183,7 +183,7 @@ impl RunChecks {
             Some(path) => {
                 let text = std::fs::read_to_string(&path)
                     .with_context(|| format!("reading {}", path.display()))?;
-                let spec = crate::controller::binding::parse_spec(&text)
+                let spec = crate::controller::spec::parse_spec(&text)
                     .with_context(|| format!("{} is not a valid binding", path.display()))?;
                 Some((path, spec))
             }

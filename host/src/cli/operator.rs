@@ -80,12 +80,12 @@ impl OperatorArgs {
             namespace: self.namespace.clone(),
             concurrency: self.concurrency,
             reconcile_timeout: Duration::from_secs(self.reconcile_timeout_secs),
-            plugin_sources: crate::binding::source::FetchSettings {
+            plugin_sources: crate::delivery::source::FetchSettings {
                 cache_dir: self
                     .plugin_cache_dir
                     .clone()
-                    .or(crate::binding::source::FetchSettings::default().cache_dir),
-                ..crate::binding::source::FetchSettings::default()
+                    .or(crate::delivery::source::FetchSettings::default().cache_dir),
+                ..crate::delivery::source::FetchSettings::default()
             },
             watch_scope: self.watch_namespaces.clone(),
             ..OperatorOptions::default()

@@ -16,7 +16,7 @@ use super::local_cluster::RunChecks;
 use super::{call_failed, exit, fail};
 use crate::capability::secrets::StaticSecrets;
 use crate::capability::{Grants, HttpGrant};
-use crate::controller::binding::BindingSpec;
+use crate::controller::spec::BindingSpec;
 use crate::manifest::{read_object, read_objects, read_value};
 use crate::runtime::{CallError, Limits, ReconcilerPlugin};
 use crate::toolchain::{self, BuildOptions};
@@ -276,13 +276,13 @@ fn is_component(bytes: &[u8]) -> bool {
 }
 
 fn push(args: &PushArgs) -> ExitCode {
-    let source = crate::binding::source::SourceSpec {
+    let source = crate::delivery::source::SourceSpec {
         url: None,
         oci: Some(args.reference.clone()),
         insecure: args.insecure,
     };
     let (reference, insecure) = match source.check(false) {
-        Ok(crate::binding::source::PluginSource::Oci {
+        Ok(crate::delivery::source::PluginSource::Oci {
             reference,
             insecure,
         }) => (reference, insecure),
@@ -313,8 +313,8 @@ fn push(args: &PushArgs) -> ExitCode {
         Err(e) => return fail(exit::OTHER, &e),
     };
     let size = bytes.len();
-    let settings = crate::binding::source::FetchSettings::default();
-    match runtime.block_on(crate::binding::source::oci::push(
+    let settings = crate::delivery::source::FetchSettings::default();
+    match runtime.block_on(crate::delivery::source::oci::push(
         bytes, &reference, insecure, &settings,
     )) {
         Ok(pushed) => {

@@ -152,7 +152,7 @@ fn binding(dir: &Path) -> anyhow::Result<(Limits, Value)> {
     }
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let spec = crate::controller::binding::parse_spec(&text)
+    let spec = crate::controller::spec::parse_spec(&text)
         .with_context(|| format!("{} is not a valid binding", path.display()))?;
     Ok((spec.limits.call_limits(), spec.config))
 }

@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::component::component;
 use super::{call_failed, exit, fail};
 use crate::manifest::{read_object, read_value};
-use crate::policy::binding::{Mode, PolicySpec, parse_spec};
 use crate::policy::review;
+use crate::policy::spec::{Mode, PolicySpec, parse_spec};
 use crate::runtime::{CallError, Limits, PolicyPlugin};
 
 #[derive(Debug, Subcommand)]
@@ -102,7 +102,7 @@ impl CallArgs {
 
     /// A binding as the server would hold it, for the decision.
     fn spec(&self, name: &str, settings: Value) -> anyhow::Result<PolicySpec> {
-        let name = if crate::controller::binding::is_dns_label(name) {
+        let name = if gantry_apiserver::objects::names::is_dns1123_label(name) {
             name
         } else {
             "policy"

@@ -11,11 +11,11 @@ use kube::api::{ApiResource, GroupVersionKind, ListParams};
 use kube::{Api, Client};
 
 use super::{exit, fail, tokio_runtime};
-use crate::controller::binding::{self, BINDING_KEY, BINDING_LABEL, BindingSpec, KindRef};
 use crate::controller::scope::WatchScope;
+use crate::controller::spec::{self, BINDING_KEY, BINDING_LABEL, BindingSpec, KindRef};
 use crate::conversion::ConverterSpec;
-use crate::conversion::binding::{CONVERTER_KEY, CONVERTER_LABEL};
-use crate::policy::binding::POLICY_LABEL;
+use crate::conversion::spec::{CONVERTER_KEY, CONVERTER_LABEL};
+use crate::policy::spec::POLICY_LABEL;
 use crate::publish::Document;
 use crate::rbac::{Kind, Need};
 
@@ -161,7 +161,7 @@ async fn installed(
             .as_ref()
             .and_then(|d| d.get(BINDING_KEY))
             .with_context(|| format!("ConfigMap {name} has no {BINDING_KEY}"))?;
-        specs.push(binding::parse_spec(text).with_context(|| format!("ConfigMap {name}"))?);
+        specs.push(spec::parse_spec(text).with_context(|| format!("ConfigMap {name}"))?);
     }
     let policies = api
         .list(&ListParams::default().labels(POLICY_LABEL).limit(1))
@@ -179,7 +179,7 @@ async fn installed(
             .and_then(|d| d.get(CONVERTER_KEY))
             .with_context(|| format!("ConfigMap {name} has no {CONVERTER_KEY}"))?;
         converters.push(
-            crate::conversion::binding::parse_spec(text)
+            crate::conversion::spec::parse_spec(text)
                 .with_context(|| format!("ConfigMap {name}"))?,
         );
     }

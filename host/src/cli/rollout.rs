@@ -18,7 +18,7 @@ use super::exit;
 use super::operator::cluster_client;
 use crate::controller::context::object_key;
 use crate::controller::offline::OfflineBinding;
-use crate::controller::reconcile::request;
+use crate::controller::request::request;
 use crate::controller::rollout::answer;
 
 /// How long the binding's caches may take to fill.

@@ -173,7 +173,7 @@ pub async fn start_webhooks(
     client: &kube::Client,
     runtime: &Runtime,
     namespace: &str,
-    sources: crate::binding::source::FetchSettings,
+    sources: crate::delivery::source::FetchSettings,
     args: &WebhookArgs,
     local: bool,
     served: &Served,

@@ -3,7 +3,7 @@
 use gantry_sdk::{AdmissionRequest, Mutation, Verdict};
 use serde_json::Value;
 
-use super::bindings::policy::exports::gantry::plugin::admission as wit;
+use super::generated::policy::exports::gantry::plugin::admission as wit;
 use crate::runtime::{CallError, Limits};
 
 /// The WIT admission request.

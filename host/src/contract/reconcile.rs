@@ -7,8 +7,8 @@ use gantry_sdk::{
 };
 use serde_json::Value;
 
-use super::bindings::reconciler::exports::gantry::plugin::reconcile as wit;
-use super::bindings::reconciler::gantry::plugin::types::ObjectRef as WitObjectRef;
+use super::generated::reconciler::exports::gantry::plugin::reconcile as wit;
+use super::generated::reconciler::gantry::plugin::types::ObjectRef as WitObjectRef;
 use crate::runtime::{CallError, Limits};
 
 /// `obj` without `metadata.managedFields` (plugins never see them).

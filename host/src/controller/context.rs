@@ -1,13 +1,12 @@
 //! What one binding's controller shares between reconciles: the plugin in
-//! service (swappable), resolved kinds with their caches, and per-parent
-//! bookkeeping (triggers, backoff, what was last applied).
+//! service (swappable), resolved kinds with their caches, and the ledger
+//! of each parent ([`Ledgers`]).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::recorder::Recorder;
-use gantry_sdk::{ObjectRef as SdkRef, Trigger};
 use kube::api::{ApiResource, DynamicObject};
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::reflector::Store;
@@ -15,9 +14,10 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::Value;
 
 use super::Shared;
-use super::binding::{BindingSpec, CHILD_LABEL, KindRef, RelatedSpec};
 use super::cached::CachedObject;
+use super::ledger::Ledgers;
 pub use super::owners::OwnerIndex;
+use super::spec::{BindingSpec, CHILD_LABEL, KindRef, RelatedSpec};
 use crate::runtime::ReconcilerPlugin;
 
 /// A kind resolved through discovery.
@@ -101,8 +101,6 @@ pub struct Current {
     pub spec: Arc<BindingSpec>,
 }
 
-pub use super::ledger::{ChildKey, ChildVersion, ParentState};
-
 /// Everything one binding's controller shares.
 pub struct BindingContext {
     /// The binding's name.
@@ -126,7 +124,8 @@ pub struct BindingContext {
     pub recorder: Recorder,
     /// Operator-wide state.
     pub shared: Arc<Shared>,
-    state: Mutex<HashMap<String, ParentState>>,
+    /// What the controller remembers of each parent.
+    pub ledgers: Ledgers,
     in_flight: std::sync::atomic::AtomicUsize,
 }
 
@@ -136,38 +135,6 @@ pub struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-/// A reconcile of one parent, holding its changes until it ends.
-pub struct Reconciling<'a> {
-    ctx: &'a BindingContext,
-    key: Option<String>,
-}
-
-impl Reconciling<'_> {
-    /// The reconcile ended: whether a change held meanwhile calls for
-    /// another. A parent forgotten meanwhile stays forgotten.
-    pub fn end(mut self) -> bool {
-        self.finish()
-    }
-
-    fn finish(&mut self) -> bool {
-        let Some(key) = self.key.take() else {
-            return false;
-        };
-        self.ctx
-            .state
-            .lock()
-            .unwrap()
-            .get_mut(&key)
-            .is_some_and(ParentState::end_reconcile)
-    }
-}
-
-impl Drop for Reconciling<'_> {
-    fn drop(&mut self) {
-        self.finish();
     }
 }
 
@@ -209,7 +176,7 @@ impl BindingContext {
             child_scopes,
             recorder,
             shared,
-            state: Mutex::new(HashMap::new()),
+            ledgers: Ledgers::default(),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
         }
     }
@@ -235,75 +202,6 @@ impl BindingContext {
     /// Put a new plugin version (and config/limits) into service.
     pub fn swap(&self, current: Current) {
         *self.current.write().unwrap() = Arc::new(current);
-    }
-
-    /// Run `f` on the state of the parent `key`.
-    pub fn with_state<R>(&self, key: &str, f: impl FnOnce(&mut ParentState) -> R) -> R {
-        f(self
-            .state
-            .lock()
-            .unwrap()
-            .entry(key.to_string())
-            .or_default())
-    }
-
-    /// Forget a parent (it is gone).
-    pub fn forget(&self, key: &str) {
-        self.state.lock().unwrap().remove(key);
-    }
-
-    /// `parent` changed: whether that calls for a reconcile now (see
-    /// [`ParentState::parent_changed`]).
-    pub fn parent_changed(&self, parent: &CachedObject) -> bool {
-        let version = parent.metadata.resource_version.as_deref().unwrap_or("");
-        self.with_state(&object_key(parent), |s| s.parent_changed(version))
-    }
-
-    /// A child of `parent_key` changed to `version`: whether that calls for
-    /// a reconcile now (see [`ParentState::child_changed`]).
-    pub fn child_changed(&self, parent_key: &str, version: ChildVersion, trigger: Trigger) -> bool {
-        self.with_state(parent_key, |s| s.child_changed(version, trigger))
-    }
-
-    /// A related object of `parent_key` changed: whether that calls for a
-    /// reconcile now.
-    pub fn related_changed(&self, parent_key: &str, trigger: Trigger) -> bool {
-        self.with_state(parent_key, |s| s.related_changed(trigger))
-    }
-
-    /// A reconcile of `parent_key` begins: its changes are held until the
-    /// guard ends (or drops).
-    pub fn begin_reconcile(&self, parent_key: &str) -> Reconciling<'_> {
-        self.with_state(parent_key, ParentState::begin_reconcile);
-        Reconciling {
-            ctx: self,
-            key: Some(parent_key.to_string()),
-        }
-    }
-
-    /// Our own apply left a child of `parent_key` at `version`, and the
-    /// plugin has seen it.
-    pub fn note_own_child(&self, parent_key: &str, version: &ChildVersion) {
-        self.with_state(parent_key, |s| s.note_own_child(version));
-    }
-
-    /// Why this reconcile of `parent` happens, and record it as seen.
-    pub fn take_trigger(&self, parent: &DynamicObject, digest: &str) -> Trigger {
-        let version = parent.metadata.resource_version.clone().unwrap_or_default();
-        let trigger = self.with_state(&object_key(parent), |s| s.take_trigger(&version, digest));
-        tracing::debug!(binding = %self.name, parent = %object_key(parent), %version, ?trigger, "reconcile trigger");
-        trigger
-    }
-
-    /// Record the parent's resourceVersion after a write of our own, so the
-    /// event it causes is not taken for a change of the parent.
-    pub fn note_own_write(&self, key: &str, resource_version: Option<String>) {
-        self.with_state(key, |s| s.note_own_write(resource_version));
-    }
-
-    /// Record that the plugin asked for a requeue.
-    pub fn requested_requeue(&self, key: &str, requested: bool) {
-        self.with_state(key, |s| s.request_requeue(requested));
     }
 
     /// Children of the parent with `uid`, from the caches.
@@ -365,16 +263,6 @@ impl BindingContext {
         use futures::FutureExt;
         self.parents.wait_until_ready().now_or_never().is_some()
             && self.children_and_related_synced()
-    }
-
-    /// The trigger describing `obj` as a child or related object.
-    pub fn object_ref(info: &KindInfo, obj: &impl Resource) -> SdkRef {
-        SdkRef {
-            api_version: info.kind.api_version.clone(),
-            kind: info.kind.kind.clone(),
-            namespace: obj.namespace(),
-            name: obj.name_any(),
-        }
     }
 }
 

@@ -1,7 +1,54 @@
-//! A plugin's Events, folded before they are written: one Event per type
-//! and reason per response, however many the plugin listed.
+//! Events on a parent: the host's own (deduplicated by the recorder), and
+//! the plugin's, folded before they are written: one Event per type and
+//! reason per response, however many the plugin listed.
 
 use gantry_sdk::{Event, EventType};
+use kube::Resource;
+use kube::api::DynamicObject;
+use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType};
+
+use super::context::BindingContext;
+
+/// Emit an Event on `parent` (deduplicated by the recorder).
+pub async fn publish(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    kind: KubeEventType,
+    reason: &str,
+    message: &str,
+) {
+    let event = KubeEvent {
+        type_: kind,
+        reason: reason.chars().take(128).collect(),
+        note: Some(message.chars().take(1024).collect()),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    let reference = parent.object_ref(&ctx.parent.resource);
+    if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+        tracing::warn!(binding = %ctx.name, error = %e, "could not publish event");
+    }
+}
+
+/// The plugin's events, one Event write per type and reason: repeats in
+/// one response are folded into the first, with a count.
+pub async fn publish_plugin_events(ctx: &BindingContext, parent: &DynamicObject, events: &[Event]) {
+    for (event, repeats) in aggregate(events) {
+        let kind = match event.event_type {
+            EventType::Normal => KubeEventType::Normal,
+            EventType::Warning => KubeEventType::Warning,
+        };
+        let message = if repeats > 0 {
+            format!(
+                "{} (and {repeats} more {} events in the same response)",
+                event.message, event.reason
+            )
+        } else {
+            event.message.clone()
+        };
+        publish(ctx, parent, kind, &event.reason, &message).await;
+    }
+}
 
 /// The first event of each (type, reason), in order of first appearance,
 /// with how many more of that type and reason followed it.

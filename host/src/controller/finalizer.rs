@@ -95,7 +95,7 @@ pub async fn release(
         "binding {} {why}: its finalizer {finalizer} is removed, and the plugin is not called to finalize",
         ctx.name
     );
-    super::reconcile::publish(
+    super::events::publish(
         ctx,
         parent,
         kube::runtime::events::EventType::Normal,

@@ -10,8 +10,8 @@ use crate::capability::secrets::KubeSecrets;
 use crate::capability::{Grants, HttpGrant, MetricsScope};
 use crate::runtime::ReconcilerPlugin;
 
-use super::binding::BindingSpec;
 use super::context::BindingContext;
+use super::spec::BindingSpec;
 
 /// HTTP grants by binding, rebuilt when the binding's `capabilities.http`
 /// changes.

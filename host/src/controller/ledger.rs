@@ -3,19 +3,26 @@
 //! status it last wrote, and how often it failed in a row. Nothing here
 //! talks to the API server, so every rule is tested on its own.
 //!
+//! [`Ledgers`] holds the ledger of every parent of a binding and is the
+//! only way to change one, each change a named step: the watch events
+//! (`mappers`), the reconcile (its trigger, its children's
+//! [`ChildReport`] recorded once as it ends, its outcome) and the status
+//! write.
+//!
 //! There is one ledger per parent, so what it keeps is kept small: children
 //! and their versions, and the plugin's digest, are remembered by a 64-bit
 //! hash (the keys they replace took four allocations each), and the plugin's
 //! status as JSON text.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher, Hash};
+use std::sync::Mutex;
 
 use gantry_sdk::Trigger;
 use serde_json::Value;
 
-use super::binding::KindRef;
 use super::report::EventBudget;
+use super::spec::KindRef;
 
 /// Identity of a child: kind, namespace, name.
 pub type ChildKey = (KindRef, Option<String>, String);
@@ -47,7 +54,7 @@ pub struct ParentState {
     /// Consecutive failures, for backoff.
     failures: u32,
     /// Fingerprints of the children last applied successfully, by child.
-    applied: Vec<(Print, u64)>,
+    applied: AppliedIntents,
     /// Fingerprint of the status last applied successfully.
     status: Option<u64>,
     /// The plugin's part of the status last applied, as JSON text.
@@ -74,6 +81,46 @@ type Print = u64;
 fn print(key: &(impl Hash + ?Sized)) -> Print {
     // SipHash with fixed keys: the same in every ledger of the process.
     BuildHasherDefault::<DefaultHasher>::default().hash_one(key)
+}
+
+/// The intents a parent's children were last applied with: by child, the
+/// fingerprint of the object applied.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct AppliedIntents(Vec<(Print, u64)>);
+
+impl AppliedIntents {
+    /// Whether `child` was last applied with the intent `intent`.
+    pub fn applied_as(&self, child: &ChildKey, intent: u64) -> bool {
+        let child = print(child);
+        self.0.iter().any(|&(c, i)| c == child && i == intent)
+    }
+
+    /// `child` was applied with the intent `intent`.
+    pub fn record(&mut self, child: &ChildKey, intent: u64) {
+        let child = print(child);
+        match self.0.iter_mut().find(|(c, _)| *c == child) {
+            Some(entry) => entry.1 = intent,
+            None => self.0.push((child, intent)),
+        }
+    }
+
+    /// `child` is gone (pruned).
+    pub fn forget(&mut self, child: &ChildKey) {
+        let child = print(child);
+        self.0.retain(|(c, _)| *c != child);
+    }
+}
+
+/// What one reconcile's writes of children leave in the parent's ledger,
+/// recorded once as the reconcile ends.
+#[derive(Debug, Default)]
+pub struct ChildReport {
+    /// The intents the children now carry: those recorded before, with the
+    /// reconcile's applies and prunes over them.
+    pub applied: AppliedIntents,
+    /// Versions of the reconcile's own writes that the plugin was shown:
+    /// their events are not news.
+    pub shown: Vec<ChildVersion>,
 }
 
 /// A change that came during a reconcile.
@@ -225,25 +272,18 @@ impl ParentState {
         self.requeue_requested = requested;
     }
 
-    /// Whether `child` was last applied with the intent `print`.
-    pub fn applied_as(&self, child: &ChildKey, intent: u64) -> bool {
-        let child = print(child);
-        self.applied.iter().any(|&(c, i)| c == child && i == intent)
+    /// The intents the children were last applied with.
+    pub fn applied_intents(&self) -> AppliedIntents {
+        self.applied.clone()
     }
 
-    /// `child` was applied with the intent `print`.
-    pub fn record_applied(&mut self, child: &ChildKey, intent: u64) {
-        let child = print(child);
-        match self.applied.iter_mut().find(|(c, _)| *c == child) {
-            Some(entry) => entry.1 = intent,
-            None => self.applied.push((child, intent)),
+    /// What a reconcile's writes of children left: the intents the children
+    /// now carry, and the versions of its writes the plugin saw.
+    pub fn record_children(&mut self, report: ChildReport) {
+        self.applied = report.applied;
+        for version in &report.shown {
+            self.note_own_child(version);
         }
-    }
-
-    /// `child` was pruned.
-    pub fn forget_applied(&mut self, child: &ChildKey) {
-        let child = print(child);
-        self.applied.retain(|(c, _)| *c != child);
     }
 
     /// Whether the status was last written as `print`.
@@ -277,6 +317,147 @@ impl ParentState {
     /// Failures in a row (at least 1, for the backoff of the one at hand).
     pub fn failures(&self) -> u32 {
         self.failures.max(1)
+    }
+}
+
+/// The ledgers of one binding's parents, by parent key (`namespace/name`).
+#[derive(Debug, Default)]
+pub struct Ledgers(Mutex<HashMap<String, ParentState>>);
+
+impl Ledgers {
+    /// Run `f` on the ledger of `key`, made if missing.
+    fn with<R>(&self, key: &str, f: impl FnOnce(&mut ParentState) -> R) -> R {
+        f(self.0.lock().unwrap().entry(key.to_string()).or_default())
+    }
+
+    /// Run `f` on the ledger of `key` if it has one: a parent forgotten
+    /// meanwhile stays forgotten.
+    fn with_existing<R>(&self, key: &str, f: impl FnOnce(&mut ParentState) -> R) -> Option<R> {
+        self.0.lock().unwrap().get_mut(key).map(f)
+    }
+
+    /// Read the ledger of `key`.
+    pub fn read<R>(&self, key: &str, f: impl FnOnce(&ParentState) -> R) -> R {
+        self.with(key, |ledger| f(ledger))
+    }
+
+    /// The parent `key` changed to `version`: whether that calls for a
+    /// reconcile now (see [`ParentState::parent_changed`]).
+    pub fn parent_changed(&self, key: &str, version: &str) -> bool {
+        self.with(key, |s| s.parent_changed(version))
+    }
+
+    /// A child of `key` changed to `version`: whether that calls for a
+    /// reconcile now (see [`ParentState::child_changed`]).
+    pub fn child_changed(&self, key: &str, version: ChildVersion, trigger: Trigger) -> bool {
+        self.with(key, |s| s.child_changed(version, trigger))
+    }
+
+    /// A related object of `key` changed: whether that calls for a
+    /// reconcile now.
+    pub fn related_changed(&self, key: &str, trigger: Trigger) -> bool {
+        self.with(key, |s| s.related_changed(trigger))
+    }
+
+    /// A reconcile of `key` begins: its changes are held until the guard
+    /// ends (or drops).
+    pub fn begin_reconcile(&self, key: &str) -> Reconciling<'_> {
+        self.with(key, ParentState::begin_reconcile);
+        Reconciling {
+            ledgers: self,
+            key: Some(key.to_string()),
+        }
+    }
+
+    /// Why this reconcile of `key`, at `version` with the plugin `digest`,
+    /// happens (see [`ParentState::take_trigger`]).
+    pub fn take_trigger(&self, key: &str, version: &str, digest: &str) -> Trigger {
+        self.with(key, |s| s.take_trigger(version, digest))
+    }
+
+    /// The intents the children of `key` were last applied with.
+    pub fn applied_intents(&self, key: &str) -> AppliedIntents {
+        self.with(key, |s| s.applied_intents())
+    }
+
+    /// What a reconcile's writes of the children of `key` left.
+    pub fn record_children(&self, key: &str, report: ChildReport) {
+        self.with_existing(key, |s| s.record_children(report));
+    }
+
+    /// Our write of the status `print` (the plugin's part `plugin_status`)
+    /// gave the parent `key` `resource_version`.
+    pub fn record_status(
+        &self,
+        key: &str,
+        resource_version: Option<String>,
+        print: u64,
+        plugin_status: &Value,
+    ) {
+        self.with(key, |s| {
+            s.note_own_write(resource_version);
+            s.record_status(print, plugin_status);
+        });
+    }
+
+    /// Whether the plugin asked to be called again for `key`.
+    pub fn request_requeue(&self, key: &str, requested: bool) {
+        self.with(key, |s| s.request_requeue(requested));
+    }
+
+    /// Whether a Normal Event about `key` may be written at `now`.
+    pub fn take_normal_event(&self, key: &str, now: std::time::Instant) -> bool {
+        self.with(key, |s| s.take_normal_event(now))
+    }
+
+    /// A reconcile of `key` succeeded.
+    pub fn succeeded(&self, key: &str) {
+        self.with_existing(key, ParentState::succeeded);
+    }
+
+    /// A reconcile of `key` failed: the failures in a row.
+    pub fn failed(&self, key: &str) -> u32 {
+        self.with(key, ParentState::failed)
+    }
+
+    /// After a failed reconcile of `key`: the failures in a row, and
+    /// whether news held during it asks for a rerun at once (asked once).
+    pub fn retry(&self, key: &str) -> (u32, bool) {
+        self.with(key, |s| (s.failures(), s.take_rerun()))
+    }
+
+    /// Forget the parent `key` (it is gone).
+    pub fn forget(&self, key: &str) {
+        self.0.lock().unwrap().remove(key);
+    }
+}
+
+/// A reconcile of one parent, holding its changes until it ends.
+pub struct Reconciling<'a> {
+    ledgers: &'a Ledgers,
+    key: Option<String>,
+}
+
+impl Reconciling<'_> {
+    /// The reconcile ended: whether a change held meanwhile calls for
+    /// another. A parent forgotten meanwhile stays forgotten.
+    pub fn end(mut self) -> bool {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> bool {
+        let Some(key) = self.key.take() else {
+            return false;
+        };
+        self.ledgers
+            .with_existing(&key, ParentState::end_reconcile)
+            .unwrap_or(false)
+    }
+}
+
+impl Drop for Reconciling<'_> {
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 
@@ -356,13 +537,23 @@ mod tests {
             Some("default".into()),
             "a".into(),
         );
-        assert!(!state.applied_as(&key, 7));
-        state.record_applied(&key, 7);
-        state.record_applied(&config_map("b"), 7);
-        assert!(state.applied_as(&key, 7));
-        assert!(!state.applied_as(&key, 8));
-        state.forget_applied(&key);
-        assert!(!state.applied_as(&key, 7));
+        let mut applied = state.applied_intents();
+        assert!(!applied.applied_as(&key, 7));
+        applied.record(&key, 7);
+        applied.record(&config_map("b"), 7);
+        assert!(applied.applied_as(&key, 7));
+        assert!(!applied.applied_as(&key, 8));
+        let shown = vec![(key.clone(), "10".to_string())];
+        state.record_children(ChildReport { applied, shown });
+        assert!(state.applied_intents().applied_as(&key, 7));
+        assert!(
+            !state.child_changed((key.clone(), "10".into()), child_changed("a")),
+            "a version the plugin was shown is no news"
+        );
+        let mut applied = state.applied_intents();
+        applied.forget(&key);
+        assert!(!applied.applied_as(&key, 7));
+        assert!(applied.applied_as(&config_map("b"), 7));
 
         assert!(!state.status_written_as(1));
         state.record_status(1, &serde_json::json!({"ready": 3}));

@@ -3,36 +3,58 @@
 //! calls the binding's plugin, checks its answer, applies and prunes the
 //! children with server-side apply, and writes status.
 //!
-//! Read top-down: [`binding`] (the ConfigMap format) → [`bindings`] (load,
-//! swap, start and stop controllers) → [`reconcile`] → [`guardrails`] →
-//! [`apply`] → [`status`] / [`finalizer`].
+//! Read along the data path, CR event → request → plugin → guardrails →
+//! apply → status:
+//!
+//! 1. [`spec`]: the binding document a ConfigMap holds, with its
+//!    `rollout` and `handOver`.
+//! 2. [`manager`]: the running set of binding controllers (load, swap,
+//!    start and stop them); [`watches`]: each binding's caches and watch
+//!    streams; [`context`]: what a binding's reconciles share.
+//! 3. [`mappers`]: which watch event calls for which parent's reconcile,
+//!    judged by the parent's [`ledger`].
+//! 4. [`reconcile`]: one reconcile of one parent, from its trigger and
+//!    [`finalizer`] to its outcome.
+//! 5. [`settle`]: the loop of plugin calls within a reconcile: the
+//!    [`request`], the plugin call, the [`guardrails`] and guardrail
+//!    policies, then the writes.
+//! 6. [`children`]: applying the children: intents, skip or apply with
+//!    server-side apply, prune, and what was written, recorded in the
+//!    [`ledger`] once per reconcile.
+//! 7. [`status`] (with [`conditions`]), [`events`] and [`report`]: what
+//!    the parent and the log are told.
+//!
+//! Beside the path: [`rollout`] (shadow runs of a new version),
+//! [`grants`], [`permissions`], [`readiness`], [`metrics`],
+//! [`leader`], [`shard`], [`scope`], [`offline`] (a binding's reconcile
+//! away from the operator), and the cache helpers [`cached`] and
+//! [`owners`].
 
-pub mod apply;
-pub mod binding;
-pub mod bindings;
 pub mod cached;
+pub mod children;
 pub mod conditions;
 pub mod context;
 pub mod events;
 pub mod finalizer;
 pub mod grants;
 pub mod guardrails;
-pub mod handover;
-pub mod intent;
 pub mod leader;
 pub mod ledger;
+pub mod manager;
+pub mod mappers;
 pub mod metrics;
-pub mod names;
 pub mod offline;
 pub mod owners;
 pub mod permissions;
 pub mod readiness;
 pub mod reconcile;
 pub mod report;
+pub mod request;
 pub mod rollout;
 pub mod scope;
 pub mod settle;
 pub mod shard;
+pub mod spec;
 pub mod status;
 pub mod watches;
 
@@ -42,7 +64,7 @@ use std::time::Duration;
 use thiserror::Error;
 use tokio::sync::Semaphore;
 
-pub use bindings::run_operator;
+pub use manager::run_operator;
 pub use metrics::Metrics;
 pub use readiness::Readiness;
 
@@ -75,7 +97,7 @@ pub struct OperatorOptions {
     /// Admission policies in service, for bindings' `guardrailPolicies`.
     pub policies: crate::policy::Policies,
     /// How remote plugins (`source: {url|oci}`) are downloaded and cached.
-    pub plugin_sources: crate::binding::source::FetchSettings,
+    pub plugin_sources: crate::delivery::source::FetchSettings,
     /// The namespaces whose parents, children and related objects are
     /// watched.
     pub watch_scope: scope::WatchScope,
@@ -94,7 +116,7 @@ impl Default for OperatorOptions {
             leading: None,
             readiness: Arc::default(),
             policies: crate::policy::Policies::default(),
-            plugin_sources: crate::binding::source::FetchSettings::default(),
+            plugin_sources: crate::delivery::source::FetchSettings::default(),
             watch_scope: scope::WatchScope::default(),
         }
     }
@@ -206,9 +228,9 @@ impl ReconcileError {
     }
 }
 
-impl From<crate::policy::guardrails::GuardrailError> for ReconcileError {
-    fn from(error: crate::policy::guardrails::GuardrailError) -> Self {
-        use crate::policy::guardrails::GuardrailError;
+impl From<crate::policy::guardrail_policies::GuardrailError> for ReconcileError {
+    fn from(error: crate::policy::guardrail_policies::GuardrailError) -> Self {
+        use crate::policy::guardrail_policies::GuardrailError;
         match error {
             GuardrailError::Denied(denials) => Self::PolicyDenied(denials),
             GuardrailError::Unavailable(missing) => Self::PolicyUnavailable(missing),

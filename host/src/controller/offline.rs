@@ -13,12 +13,12 @@ use kube::api::{DynamicObject, ListParams};
 use kube::runtime::events::Reporter;
 use kube::{Api, Client, ResourceExt};
 
-use super::binding::{BINDING_LABEL, BindingSpec, DIGEST_ANNOTATION};
 use super::context::{BindingContext, Current, object_key};
+use super::spec::{BINDING_LABEL, BindingSpec, DIGEST_ANNOTATION};
 use super::watches::Watches;
 use super::{Metrics, OperatorOptions, Shared};
-use crate::binding::loader::PendingPlugin;
-use crate::binding::source::{FetchSettings, Fetcher};
+use crate::delivery::loader::PendingPlugin;
+use crate::delivery::source::{FetchSettings, Fetcher};
 use crate::recorder::Recorder;
 use crate::runtime::{ReconcilerPlugin, Runtime};
 
@@ -53,7 +53,7 @@ impl OfflineBinding {
             .await
             .with_context(|| format!("listing the bindings of namespace {namespace}"))?;
         let found = config_maps.items.into_iter().find_map(|cm| {
-            let read = super::bindings::read_binding(&cm);
+            let read = super::manager::read_binding(&cm);
             let named = match &read {
                 Ok((spec, _)) => spec.name == name,
                 Err(_) => false,

@@ -1,26 +1,24 @@
-//! One reconcile of one parent: request → plugin → guardrails → apply and
-//! prune → status → events; and the error policy with backoff.
+//! One reconcile of one parent: its trigger and finalizer, the settle
+//! loop (request → plugin → guardrails → children), status, events, the
+//! ledger updated; and the error policy with backoff.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use gantry_sdk::{EventType, Request, Response, Trigger};
+use kube::Resource;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType as KubeEventType};
-use kube::{Resource, ResourceExt};
+use kube::runtime::events::EventType as KubeEventType;
 use tracing::Instrument;
 
-use super::apply::Intent;
-use super::binding::BindingSpec;
 use super::cached::CachedObject;
-use super::context::{BindingContext, Current, ParentState, object_key};
-use super::guardrails::{self, DesiredChild, Rules};
+use super::children::Written;
+use super::context::{BindingContext, object_key};
+use super::events::{publish, publish_plugin_events};
 use super::report::{Change, Changes};
-use super::settle::{self, Written};
+use super::settle::{Settled, settle};
 use super::status::{self, Outcome};
-use super::{ReconcileError, apply, finalizer};
-use crate::policy::guardrails::{self as guardrail_policies, ChildIntent};
+use super::{ReconcileError, finalizer};
 
 /// Reconcile `parent`, bounded by the operator's per-reconcile timeout.
 pub async fn reconcile(
@@ -52,12 +50,17 @@ pub async fn reconcile(
         trace_id = tracing::field::Empty,
     );
     crate::telemetry::record_trace_id(&span);
-    let reconciling = ctx.begin_reconcile(&object_key(&parent));
-    let inner = reconcile_inner(&parent, &ctx).instrument(span);
+    let key = object_key(&parent);
+    let reconciling = ctx.ledgers.begin_reconcile(&key);
+    let mut written = Written::new(ctx.ledgers.applied_intents(&key));
+    let inner = reconcile_inner(&parent, &ctx, &mut written).instrument(span);
     let result = match tokio::time::timeout(timeout, inner).await {
         Ok(result) => result,
         Err(_) => Err(ReconcileError::Timeout(timeout)),
     };
+    // What the children's writes left, whether the reconcile succeeded,
+    // failed or ran out of time, before the changes it held are judged.
+    ctx.ledgers.record_children(&key, written.report());
     // A change that came meanwhile and was not this reconcile's own write:
     // again at once (after a failure, `error_policy` sees to that).
     let result = match (reconciling.end(), result) {
@@ -68,7 +71,7 @@ pub async fn reconcile(
         .metrics
         .record_reconcile(&ctx.name, started.elapsed(), result.is_ok());
     if result.is_ok() {
-        ctx.with_state(&object_key(&parent), ParentState::succeeded);
+        ctx.ledgers.succeeded(&key);
     }
     result
 }
@@ -76,11 +79,16 @@ pub async fn reconcile(
 async fn reconcile_inner(
     parent: &DynamicObject,
     ctx: &BindingContext,
+    written: &mut Written,
 ) -> Result<Action, ReconcileError> {
     let current = ctx.current();
     let spec = &current.spec;
     let key = object_key(parent);
-    let trigger = ctx.take_trigger(parent, current.plugin.digest());
+    let version = parent.metadata.resource_version.clone().unwrap_or_default();
+    let trigger = ctx
+        .ledgers
+        .take_trigger(&key, &version, current.plugin.digest());
+    tracing::debug!(binding = %ctx.name, parent = %key, %version, ?trigger, "reconcile trigger");
     let deleting = parent.meta().deletion_timestamp.is_some();
     let finalizer_name = spec.finalizer();
     match entry(
@@ -90,7 +98,7 @@ async fn reconcile_inner(
     ) {
         Entry::Forget => {
             // Garbage collection removes the children through their owner references.
-            ctx.forget(&key);
+            ctx.ledgers.forget(&key);
             return Ok(Action::await_change());
         }
         Entry::AddFinalizer => {
@@ -108,11 +116,7 @@ async fn reconcile_inner(
         return Err(ReconcileError::CachesNotReady);
     }
 
-    let Settled {
-        response,
-        events,
-        changes,
-    } = match settle(ctx, parent, &current, trigger).await {
+    let Settled { response, events } = match settle(ctx, parent, &current, trigger, written).await {
         Ok(answer) => answer,
         Err(error) => return fail(ctx, parent, current.plugin.digest(), error).await,
     };
@@ -135,147 +139,18 @@ async fn reconcile_inner(
     } else {
         warn_no_status(ctx, parent).await;
     }
-    report(ctx, parent, &changes, status_written).await;
+    report(ctx, parent, &written.changes, status_written).await;
     if deleting && response.finalized {
         finalizer::remove(ctx, parent, &finalizer_name).await?;
-        ctx.forget(&key);
+        ctx.ledgers.forget(&key);
         return Ok(Action::await_change());
     }
-    ctx.requested_requeue(&key, response.requeue_after.is_some());
+    ctx.ledgers
+        .request_requeue(&key, response.requeue_after.is_some());
     Ok(match requeue_delay(response.requeue_after, spec.resync()) {
         Some(delay) => Action::requeue(delay),
         None => Action::await_change(),
     })
-}
-
-/// What a reconcile's plugin calls came to.
-struct Settled {
-    /// The last answer.
-    response: Response,
-    /// The events of all answers.
-    events: Vec<gantry_sdk::Event>,
-    /// What the writes of all answers changed.
-    changes: Changes,
-}
-
-/// Call the plugin, check its answer and write the children; again, on the
-/// children as the API server returned them, while the writes change them
-/// (see [`settle`](super::settle)).
-async fn settle(
-    ctx: &BindingContext,
-    parent: &DynamicObject,
-    current: &Current,
-    mut trigger: Trigger,
-) -> Result<Settled, ReconcileError> {
-    let key = object_key(parent);
-    let uid = parent.uid().unwrap_or_default();
-    let mut written = Written::default();
-    let mut events: Vec<gantry_sdk::Event> = Vec::new();
-    for call in 1.. {
-        let observed = written.observed(ctx.observed_children(&uid));
-        for version in written.shown(&ctx.children) {
-            ctx.note_own_child(&key, &version);
-        }
-        let request = request_observing(ctx, parent, &current.spec, trigger.clone(), &observed);
-        let response = call_plugin(ctx, current, request).await?;
-        for event in &response.events {
-            if !events.contains(event) {
-                events.push(event.clone());
-            }
-        }
-        let intents = checked_intents(ctx, parent, &current.spec, &response).await?;
-        write_children(ctx, parent, &intents, observed, &mut written).await?;
-        match written.trigger(&ctx.children) {
-            Some(next) if call < settle::MAX_CALLS && written.changed_since_call() => {
-                trigger = next;
-            }
-            _ => {
-                return Ok(Settled {
-                    response,
-                    events,
-                    changes: written.changes,
-                });
-            }
-        }
-    }
-    unreachable!("the loop returns by its last call")
-}
-
-/// Call the plugin in service, with its metrics and trace span.
-async fn call_plugin(
-    ctx: &BindingContext,
-    current: &Current,
-    request: Request,
-) -> Result<Response, ReconcileError> {
-    let plugin = &current.plugin;
-    let called = std::time::Instant::now();
-    let grants = super::grants::grants(ctx, &current.spec, plugin, false);
-    let result = plugin
-        .reconcile_with(request, current.spec.call_limits(), grants)
-        .instrument(tracing::info_span!(
-            "plugin_call",
-            plugin = plugin.name(),
-            digest = plugin.digest()
-        ))
-        .await;
-    let metrics = &ctx.shared.metrics;
-    metrics.record_plugin_call(plugin.name(), plugin.digest(), called.elapsed());
-    result.map_err(|error| {
-        metrics.record_plugin_failure(&ctx.name, error.kind(), error.is_limit_breach());
-        ReconcileError::Plugin(error)
-    })
-}
-
-/// The request the plugin of `spec` gets for `parent`: observed children and
-/// related objects from the caches, the binding's config, `finalizing` when
-/// the parent is going.
-pub fn request(
-    ctx: &BindingContext,
-    parent: &DynamicObject,
-    spec: &BindingSpec,
-    trigger: gantry_sdk::Trigger,
-) -> Request {
-    let observed = ctx.observed_children(&parent.uid().unwrap_or_default());
-    request_observing(ctx, parent, spec, trigger, &observed)
-}
-
-/// The request for `parent` with `observed` children (of the binding's
-/// child kinds, by index).
-fn request_observing(
-    ctx: &BindingContext,
-    parent: &DynamicObject,
-    spec: &BindingSpec,
-    trigger: gantry_sdk::Trigger,
-    observed: &[(usize, Arc<CachedObject>)],
-) -> Request {
-    let observed = observed
-        .iter()
-        .map(|(index, obj)| obj.to_json(&ctx.children[*index].info.resource))
-        .collect();
-    Request {
-        parent: ctx.parent.to_json(parent),
-        observed,
-        related: ctx.related_objects(parent.namespace().as_deref()),
-        config: spec.config.clone(),
-        finalizing: parent.meta().deletion_timestamp.is_some(),
-        trigger,
-    }
-}
-
-/// The intents of a plugin's `response` for `parent`, once the guardrails
-/// and the binding's guardrail policies let them through.
-pub async fn checked_intents(
-    ctx: &BindingContext,
-    parent: &DynamicObject,
-    spec: &BindingSpec,
-    response: &Response,
-) -> Result<Vec<Intent>, ReconcileError> {
-    let desired = check_guardrails(ctx, parent, response)
-        .await
-        .map_err(ReconcileError::Guardrails)?;
-    let intents = apply::intents(ctx, parent, desired);
-    judge(ctx, &spec.guardrail_policies, &intents).await?;
-    Ok(intents)
 }
 
 /// How a reconcile begins, from the parent's deletion and finalizer.
@@ -314,87 +189,6 @@ pub fn requeue_delay(requested: Option<Duration>, resync: Option<Duration>) -> O
     requested.map(|d| d.max(MIN_REQUEUE)).or(resync)
 }
 
-/// Run the guardrails on the blocking pool: up to the output cap of JSON to
-/// walk is no work for the async executor.
-async fn check_guardrails(
-    ctx: &BindingContext,
-    parent: &DynamicObject,
-    response: &Response,
-) -> Result<Vec<DesiredChild>, Vec<String>> {
-    let children = response.children.clone();
-    let parent_kind = ctx.parent.kind.clone();
-    let parent_namespace = parent.namespace();
-    let operator_namespace = ctx.shared.options.namespace.clone();
-    let scopes = ctx.child_scopes.clone();
-    tokio::task::spawn_blocking(move || {
-        guardrails::check_children(
-            children,
-            &Rules {
-                parent_kind: &parent_kind,
-                parent_namespace: parent_namespace.as_deref(),
-                operator_namespace: &operator_namespace,
-                scopes: &scopes,
-            },
-        )
-    })
-    .await
-    .unwrap_or_else(|e| Err(vec![format!("guardrail check failed: {e}")]))
-}
-
-/// Let the binding's guardrail policies judge the intents, as the API
-/// server's webhooks would judge their applies.
-async fn judge(
-    ctx: &BindingContext,
-    policies: &[String],
-    intents: &[Intent],
-) -> Result<(), ReconcileError> {
-    if policies.is_empty() {
-        return Ok(());
-    }
-    let children: Vec<ChildIntent<'_>> = intents
-        .iter()
-        .map(|intent| {
-            let info = &ctx.children[intent.kind].info;
-            ChildIntent {
-                resource: &info.resource,
-                namespaced: info.namespaced,
-                name: &intent.child.name,
-                namespace: intent.child.namespace.as_deref(),
-                display: intent.child.display(),
-                object: &intent.object,
-                old: intent.cached(ctx).map(|live| live.to_json(&info.resource)),
-            }
-        })
-        .collect();
-    guardrail_policies::check(
-        &ctx.shared.options.policies,
-        &ctx.client,
-        &ctx.name,
-        policies,
-        &children,
-    )
-    .await
-    .map_err(ReconcileError::from)
-}
-
-async fn write_children(
-    ctx: &BindingContext,
-    parent: &DynamicObject,
-    intents: &[Intent],
-    observed: Vec<(usize, Arc<CachedObject>)>,
-    written: &mut Written,
-) -> Result<(), ReconcileError> {
-    let stats = apply::apply_children(ctx, parent, intents, written).await?;
-    let pruned = apply::prune_children(ctx, parent, intents, observed, written)
-        .instrument(tracing::info_span!("prune"))
-        .await?;
-    ctx.shared
-        .metrics
-        .record_writes(&ctx.name, stats.applied, stats.skipped, pruned);
-    tracing::debug!(binding = %ctx.name, parent = %object_key(parent), applied = stats.applied, skipped = stats.skipped, pruned, "children reconciled");
-    Ok(())
-}
-
 /// Record a failed reconcile on the parent (`Synced=False`, a Warning
 /// Event); children stay as they are. Returns the error for the backoff.
 async fn fail(
@@ -419,32 +213,8 @@ async fn fail(
         }
     }
     publish(ctx, parent, KubeEventType::Warning, &reason, &message).await;
-    ctx.with_state(&object_key(parent), ParentState::failed);
+    ctx.ledgers.failed(&object_key(parent));
     Err(error)
-}
-
-/// The plugin's events, one Event write per type and reason: repeats in
-/// one response are folded into the first, with a count.
-async fn publish_plugin_events(
-    ctx: &BindingContext,
-    parent: &DynamicObject,
-    events: &[gantry_sdk::Event],
-) {
-    for (event, repeats) in super::events::aggregate(events) {
-        let kind = match event.event_type {
-            EventType::Normal => KubeEventType::Normal,
-            EventType::Warning => KubeEventType::Warning,
-        };
-        let message = if repeats > 0 {
-            format!(
-                "{} (and {repeats} more {} events in the same response)",
-                event.message, event.reason
-            )
-        } else {
-            event.message.clone()
-        };
-        publish(ctx, parent, kind, &event.reason, &message).await;
-    }
 }
 
 /// Say what the reconcile of `parent` changed: one info line, and a Normal
@@ -465,7 +235,7 @@ async fn report(ctx: &BindingContext, parent: &DynamicObject, changes: &Changes,
     );
     let now = std::time::Instant::now();
     for (change, message) in changes.messages() {
-        if ctx.with_state(&object_key(parent), |s| s.take_normal_event(now)) {
+        if ctx.ledgers.take_normal_event(&object_key(parent), now) {
             publish(
                 ctx,
                 parent,
@@ -493,27 +263,6 @@ async fn warn_no_status(ctx: &BindingContext, parent: &DynamicObject) {
     .await;
 }
 
-/// Emit an Event on `parent` (deduplicated by the recorder).
-pub async fn publish(
-    ctx: &BindingContext,
-    parent: &DynamicObject,
-    kind: KubeEventType,
-    reason: &str,
-    message: &str,
-) {
-    let event = Event {
-        type_: kind,
-        reason: reason.chars().take(128).collect(),
-        note: Some(message.chars().take(1024).collect()),
-        action: "Reconcile".into(),
-        secondary: None,
-    };
-    let reference = parent.object_ref(&ctx.parent.resource);
-    if let Err(e) = ctx.recorder.publish(&event, &reference).await {
-        tracing::warn!(binding = %ctx.name, error = %e, "could not publish event");
-    }
-}
-
 /// Exponential backoff with jitter, capped, from the binding's `backoff`;
 /// an error the plugin calls permanent waits for the resync (or a change,
 /// which triggers earlier).
@@ -524,9 +273,7 @@ pub fn error_policy(
     error: &ReconcileError,
     ctx: Arc<BindingContext>,
 ) -> Action {
-    let (failures, rerun) = ctx.with_state(&object_key(parent.as_ref()), |s| {
-        (s.failures(), s.take_rerun())
-    });
+    let (failures, rerun) = ctx.ledgers.retry(&object_key(parent.as_ref()));
     // News held during the failed reconcile is news like any other: it is
     // looked at now, not after the backoff (or never, for a lasting error).
     if rerun {

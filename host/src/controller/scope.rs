@@ -41,7 +41,7 @@ impl WatchScope {
             .collect();
         if let Some(bad) = names
             .iter()
-            .find(|n| !crate::controller::binding::is_dns_label(n))
+            .find(|n| !gantry_apiserver::objects::names::is_dns1123_label(n))
         {
             return Err(format!("{bad:?} is not a namespace name"));
         }

@@ -1,4 +1,5 @@
-//! A reconcile settles before it reports. When its apply changed children,
+//! A reconcile settles before it reports. The plugin is called, its answer
+//! checked and its children written; when the writes changed children,
 //! the plugin is called again with the children as the API server returned
 //! them, until an answer writes nothing (at most [`MAX_CALLS`] calls). The
 //! status is then written once, from children the plugin has seen, and the
@@ -6,204 +7,103 @@
 //! controller-runtime operator gets there through a reconcile per event
 //! instead: one status write and one call per change of each child.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
-use gantry_sdk::{ObjectRef, Trigger};
+use gantry_sdk::{Request, Response, Trigger};
 use kube::ResourceExt;
 use kube::api::DynamicObject;
+use tracing::Instrument;
 
-use super::cached::CachedObject;
-use super::context::{ChildKind, ChildVersion};
-use super::report::Changes;
+use super::ReconcileError;
+use super::children::{self, Intent, Written};
+use super::context::{BindingContext, Current};
+use super::guardrails;
+use super::request::request_observing;
+use super::spec::BindingSpec;
 
 /// Plugin calls in one reconcile at most: one, and two more while its
 /// applies change children. A plugin that builds children in stages (one
 /// after another is observed) gets there over several reconciles.
 pub const MAX_CALLS: usize = 3;
 
-/// A child of the parent by kind (index into the binding's children),
-/// namespace and name: the order of the request's `observed` list.
-type Slot = (usize, Option<String>, String);
-
-/// What this reconcile's writes did to the parent's children.
-#[derive(Default)]
-pub struct Written {
-    /// Each child written: as the API server returned it, or `None` when
-    /// pruned.
-    children: BTreeMap<Slot, Option<Arc<CachedObject>>>,
-    /// Versions written since the plugin was last called.
-    unseen: Vec<(usize, Arc<CachedObject>)>,
-    /// A child was pruned since the plugin was last called.
-    pruned_unseen: bool,
-    /// The child written last.
-    last: Option<Slot>,
-    /// What the writes changed, for the reconcile's report.
-    pub changes: Changes,
+/// What a reconcile's plugin calls came to.
+pub struct Settled {
+    /// The last answer.
+    pub response: Response,
+    /// The events of all answers.
+    pub events: Vec<gantry_sdk::Event>,
 }
 
-impl Written {
-    /// Our apply of a child of kind `kind` returned `object` (kept as the
-    /// caches keep objects).
-    pub fn applied(&mut self, kind: usize, object: DynamicObject) {
-        let object = Arc::new(CachedObject::new(object));
-        let slot = (kind, object.namespace(), object.name_any());
-        self.children.insert(slot.clone(), Some(object.clone()));
-        self.unseen.push((kind, object));
-        self.last = Some(slot);
-    }
-
-    /// We pruned the child `name` (in `namespace`) of kind `kind`.
-    pub fn pruned(&mut self, kind: usize, namespace: Option<String>, name: String) {
-        let slot = (kind, namespace, name);
-        self.children.insert(slot.clone(), None);
-        self.pruned_unseen = true;
-        self.last = Some(slot);
-    }
-
-    /// The child `name` (in `namespace`) of kind `kind` as this reconcile
-    /// last applied it, if it did (the cache may not show it yet).
-    pub fn applied_object(
-        &self,
-        kind: usize,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Option<Arc<CachedObject>> {
-        let slot = (kind, namespace.map(str::to_string), name.to_string());
-        self.children.get(&slot).cloned().flatten()
-    }
-
-    /// Whether anything was written since the plugin was last called.
-    pub fn changed_since_call(&self) -> bool {
-        !self.unseen.is_empty() || self.pruned_unseen
-    }
-
-    /// Why the plugin is called again: the child written last changed.
-    pub fn trigger(&self, kinds: &[ChildKind]) -> Option<Trigger> {
-        let (kind, namespace, name) = self.last.clone()?;
-        let kind = &kinds[kind].info.kind;
-        Some(Trigger::ChildChanged(ObjectRef {
-            api_version: kind.api_version.clone(),
-            kind: kind.kind.clone(),
-            namespace,
-            name,
-        }))
-    }
-
-    /// The parent's children: `cached` (in the cache's order: kind, then
-    /// namespace and name) with this reconcile's writes over them.
-    pub fn observed(
-        &self,
-        cached: Vec<(usize, Arc<CachedObject>)>,
-    ) -> Vec<(usize, Arc<CachedObject>)> {
-        if self.children.is_empty() {
-            return cached;
+/// Call the plugin, check its answer and write the children, into
+/// `written`; again, on the children as the API server returned them,
+/// while the writes change them.
+pub async fn settle(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    current: &Current,
+    mut trigger: Trigger,
+    written: &mut Written,
+) -> Result<Settled, ReconcileError> {
+    let uid = parent.uid().unwrap_or_default();
+    let mut events: Vec<gantry_sdk::Event> = Vec::new();
+    for call in 1.. {
+        let observed = written.observed(ctx.observed_children(&uid));
+        written.show(&ctx.children);
+        let request = request_observing(ctx, parent, &current.spec, trigger.clone(), &observed);
+        let response = call_plugin(ctx, current, request).await?;
+        for event in &response.events {
+            if !events.contains(event) {
+                events.push(event.clone());
+            }
         }
-        let mut merged: BTreeMap<Slot, Arc<CachedObject>> = cached
-            .into_iter()
-            .map(|(kind, obj)| ((kind, obj.namespace(), obj.name_any()), obj))
-            .collect();
-        for (slot, written) in &self.children {
-            match written {
-                Some(obj) => merged.insert(slot.clone(), obj.clone()),
-                None => merged.remove(slot),
-            };
+        let intents = checked_intents(ctx, parent, &current.spec, &response).await?;
+        children::write(ctx, parent, &intents, observed, written).await?;
+        match written.trigger(&ctx.children) {
+            Some(next) if call < MAX_CALLS && written.changed_since_call() => {
+                trigger = next;
+            }
+            _ => return Ok(Settled { response, events }),
         }
-        merged
-            .into_iter()
-            .map(|((kind, _, _), obj)| (kind, obj))
-            .collect()
     }
-
-    /// The versions written since the last call, now shown to the plugin:
-    /// their watch events will not be news.
-    pub fn shown(&mut self, kinds: &[ChildKind]) -> Vec<ChildVersion> {
-        self.pruned_unseen = false;
-        self.unseen
-            .drain(..)
-            .map(|(kind, obj)| {
-                (
-                    (
-                        kinds[kind].info.kind.clone(),
-                        obj.namespace(),
-                        obj.name_any(),
-                    ),
-                    obj.resource_version().unwrap_or_default(),
-                )
-            })
-            .collect()
-    }
+    unreachable!("the loop returns by its last call")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn config_map(name: &str, version: &str) -> DynamicObject {
-        serde_json::from_value(json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": "ns", "resourceVersion": version},
-        }))
-        .unwrap()
+/// The intents of a plugin's `response` for `parent`, once the guardrails
+/// and the binding's guardrail policies let them through.
+pub async fn checked_intents(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    spec: &BindingSpec,
+    response: &Response,
+) -> Result<Vec<Intent>, ReconcileError> {
+    let desired = guardrails::check(ctx, parent, response).await?;
+    let intents = children::intents(ctx, parent, desired);
+    if !spec.guardrail_policies.is_empty() {
+        let judged: Vec<_> = intents.iter().map(|intent| intent.judged(ctx)).collect();
+        guardrails::judge(ctx, &spec.guardrail_policies, &judged).await?;
     }
+    Ok(intents)
+}
 
-    fn names(observed: &[(usize, Arc<CachedObject>)]) -> Vec<(usize, String, String)> {
-        observed
-            .iter()
-            .map(|(kind, obj)| (*kind, obj.name_any(), obj.resource_version().unwrap()))
-            .collect()
-    }
-
-    #[test]
-    fn writes_show_over_the_cache_in_the_caches_order() {
-        let cached = |name| Arc::new(CachedObject::new(config_map(name, "1")));
-        let cached = vec![(0, cached("b")), (0, cached("d")), (1, cached("a"))];
-        let mut written = Written::default();
-        assert_eq!(names(&written.observed(cached.clone())), names(&cached));
-        written.applied(0, config_map("c", "5"));
-        written.applied(0, config_map("b", "6"));
-        written.pruned(0, Some("ns".into()), "d".into());
-        assert!(written.changed_since_call());
-        let applied = |name| written.applied_object(0, Some("ns"), name);
-        assert_eq!(applied("b").unwrap().resource_version().unwrap(), "6");
-        assert!(applied("d").is_none(), "pruned");
-        assert!(applied("a").is_none(), "not written");
-        assert_eq!(
-            names(&written.observed(cached)),
-            vec![
-                (0, "b".into(), "6".into()),
-                (0, "c".into(), "5".into()),
-                (1, "a".into(), "1".into()),
-            ]
-        );
-    }
-
-    #[test]
-    fn writes_shown_once_are_not_shown_again() {
-        let resource = Arc::new(kube::api::ApiResource::erase::<
-            k8s_openapi::api::core::v1::ConfigMap,
-        >(&()));
-        let kinds = [ChildKind {
-            info: crate::controller::context::KindInfo {
-                kind: crate::controller::binding::KindRef {
-                    api_version: "v1".into(),
-                    kind: "ConfigMap".into(),
-                },
-                resource: resource.clone(),
-                namespaced: true,
-                has_status: false,
-            },
-            store: kube::runtime::reflector::store::Writer::new(resource).as_reader(),
-            owners: Arc::default(),
-        }];
-        let mut written = Written::default();
-        written.applied(0, config_map("a", "7"));
-        let shown = written.shown(&kinds);
-        assert_eq!(shown.len(), 1);
-        assert_eq!(shown[0].1, "7");
-        assert_eq!(shown[0].0.2, "a");
-        assert!(!written.changed_since_call(), "nothing new since");
-        assert!(written.shown(&kinds).is_empty());
-    }
+/// Call the plugin in service, with its metrics and trace span.
+async fn call_plugin(
+    ctx: &BindingContext,
+    current: &Current,
+    request: Request,
+) -> Result<Response, ReconcileError> {
+    let plugin = &current.plugin;
+    let called = std::time::Instant::now();
+    let grants = super::grants::grants(ctx, &current.spec, plugin, false);
+    let result = plugin
+        .reconcile_with(request, current.spec.call_limits(), grants)
+        .instrument(tracing::info_span!(
+            "plugin_call",
+            plugin = plugin.name(),
+            digest = plugin.digest()
+        ))
+        .await;
+    let metrics = &ctx.shared.metrics;
+    metrics.record_plugin_call(plugin.name(), plugin.digest(), called.elapsed());
+    result.map_err(|error| {
+        metrics.record_plugin_failure(&ctx.name, error.kind(), error.is_limit_breach());
+        ReconcileError::Plugin(error)
+    })
 }

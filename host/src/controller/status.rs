@@ -8,9 +8,10 @@ use kube::api::{DynamicObject, Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
 use super::ReconcileError;
+use super::children::fingerprint::{fingerprint, reflects};
 use super::conditions::{self, SYNCED};
-use super::context::{BindingContext, ParentState, object_key};
-use super::intent::{fingerprint, reflects};
+use super::context::{BindingContext, object_key};
+use super::ledger::ParentState;
 
 /// Keys of `status` the host manages itself.
 const HOST_KEYS: &[&str] = &["conditions", "observedGeneration", "gantry"];
@@ -121,7 +122,7 @@ pub async fn write_status(
         return Ok(false);
     }
     let key = object_key(parent);
-    let planned = ctx.with_state(&key, |ledger| {
+    let planned = ctx.ledgers.read(&key, |ledger| {
         plan(&ctx.name, parent, outcome, ledger, &now())
     });
     if planned.unchanged {
@@ -142,10 +143,12 @@ pub async fn write_status(
         )
         .await
         .map_err(ReconcileError::Kube)?;
-    ctx.note_own_write(&key, written.resource_version());
-    ctx.with_state(&key, |s| {
-        s.record_status(planned.print, &planned.plugin_status);
-    });
+    ctx.ledgers.record_status(
+        &key,
+        written.resource_version(),
+        planned.print,
+        &planned.plugin_status,
+    );
     Ok(true)
 }
 

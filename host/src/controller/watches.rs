@@ -19,10 +19,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::Shared;
-use super::binding::{BindingSpec, CHILD_LABEL, KindRef};
 use super::cached::CachedObject;
 use super::context::{BindingContext, ChildKind, Current, KindInfo, RelatedKind};
-use crate::binding::loader::Refusal;
+use super::spec::{BindingSpec, CHILD_LABEL, KindRef};
+use crate::delivery::loader::Refusal;
 use crate::recorder::Recorder;
 
 /// Objects whose change may call for a reconcile, as a controller takes them.

@@ -15,12 +15,12 @@ use kube::runtime::events::Reporter;
 use kube::{Api, Client};
 use serde_json::Value;
 
-use super::binding::{
+use super::spec::{
     self, CONVERTER_KEY, CONVERTER_LABEL, ConverterSpec, DIGEST_ANNOTATION, SOURCE_ANNOTATION,
 };
 use super::{Converters, LoadedConverter, shadow};
-use crate::binding::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
-use crate::binding::source::{FetchSettings, Fetcher, SourceSpec};
+use crate::delivery::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
+use crate::delivery::source::{FetchSettings, Fetcher, SourceSpec};
 use crate::recorder::Recorder;
 use crate::runtime::{ConverterPlugin, Runtime};
 
@@ -184,7 +184,7 @@ impl Lifecycle for Manager {
     const NOUN: &'static str = "converter";
 
     fn parse(text: &str) -> Result<ConverterSpec, String> {
-        binding::parse_spec(text).map_err(|e| e.to_string())
+        spec::parse_spec(text).map_err(|e| e.to_string())
     }
 
     fn name(spec: &ConverterSpec) -> &str {

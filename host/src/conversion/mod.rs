@@ -2,19 +2,20 @@
 //! to the API server as the conversion webhooks of the CustomResourceDefinitions
 //! they name.
 //!
-//! Read top-down: [`binding`] (the ConfigMap format) → [`manager`] (load,
+//! Read top-down: [`spec`] (the converter binding's ConfigMap format) →
+//! [`manager`] (load,
 //! shadow-run on the stored objects with [`shadow`], swap into
 //! [`Converters`]) → [`review`] (`ConversionReview` in and out, the answer
 //! checked) → [`server`] (the route `/convert/<crd>` on the webhook
 //! server) → [`sync`] (the CRD's `spec.conversion`); [`metrics`] counts it
 //! all.
 
-pub mod binding;
 pub mod manager;
 pub mod metrics;
 pub mod review;
 pub mod server;
 pub mod shadow;
+pub mod spec;
 pub mod sync;
 
 use std::sync::Arc;
@@ -22,11 +23,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub use binding::ConverterSpec;
 pub use metrics::ConversionMetrics;
 pub use review::ConversionRequest;
+pub use spec::ConverterSpec;
 
-use crate::binding::registry::InService;
+use crate::delivery::registry::InService;
 use crate::runtime::{CallError, ConverterPlugin, Limits};
 
 /// Longest a review may take, waiting for a call slot included: below the

@@ -53,7 +53,7 @@ fn start() -> Result<SocketAddr, String> {
     let router = axum::Router::new()
         .route("/sha256/{hex}", axum::routing::get(component).put(upload))
         .layer(axum::extract::DefaultBodyLimit::max(
-            crate::binding::envelope::MAX_PLUGIN_BYTES,
+            crate::delivery::envelope::MAX_PLUGIN_BYTES,
         ));
     super::loopback::serve_forever("gantry-dev-components", router)
 }

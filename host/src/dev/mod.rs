@@ -18,7 +18,7 @@ use kube::discovery::Scope;
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
-use crate::controller::binding::{BINDING_KEY, BINDING_LABEL};
+use crate::controller::spec::{BINDING_KEY, BINDING_LABEL};
 use crate::publish::config_map;
 use crate::toolchain;
 pub use install::{ApplyError, Installer, Outcome};
@@ -311,7 +311,7 @@ pub fn policy_config_map(
     component: &[u8],
     compress: bool,
 ) -> anyhow::Result<ConfigMap> {
-    use crate::policy::binding::{POLICY_KEY, POLICY_LABEL};
+    use crate::policy::spec::{POLICY_KEY, POLICY_LABEL};
     let mut cm =
         config_map::with_component(name, namespace, POLICY_LABEL, Some(component), compress)?;
     cm.data = Some([(POLICY_KEY.to_string(), policy_yaml.to_string())].into());

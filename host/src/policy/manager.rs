@@ -13,12 +13,10 @@ use std::sync::Arc;
 use kube::Client;
 use kube::runtime::events::Reporter;
 
-use super::binding::{
-    self, DIGEST_ANNOTATION, POLICY_KEY, POLICY_LABEL, PolicyBinding, PolicySpec,
-};
+use super::spec::{self, DIGEST_ANNOTATION, POLICY_KEY, POLICY_LABEL, PolicyBinding, PolicySpec};
 use super::{LoadedPolicy, Policies, shadow};
-use crate::binding::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
-use crate::binding::source::{FetchSettings, Fetcher, SourceSpec};
+use crate::delivery::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
+use crate::delivery::source::{FetchSettings, Fetcher, SourceSpec};
 use crate::recorder::Recorder;
 use crate::runtime::{CallError, PolicyPlugin, Runtime};
 
@@ -119,7 +117,7 @@ impl Lifecycle for Manager {
     const NOUN: &'static str = "policy";
 
     fn parse(text: &str) -> Result<PolicySpec, String> {
-        binding::parse_spec(text).map_err(|e| e.to_string())
+        spec::parse_spec(text).map_err(|e| e.to_string())
     }
 
     fn name(spec: &PolicySpec) -> &str {
@@ -153,7 +151,7 @@ impl Lifecycle for Manager {
         let running = self.running(cm_name, &spec.name);
         async move {
             let mut spec = PolicySpec::clone(&spec);
-            binding::resolve_kinds(&client, &mut spec.rules)
+            spec::resolve_kinds(&client, &mut spec.rules)
                 .await
                 .map_err(|message| {
                     Refusal::new(

@@ -2,21 +2,22 @@
 //! served to the API server as admission webhooks and run as guardrails
 //! on reconcile plugins' output.
 //!
-//! Read top-down: [`binding`] (the ConfigMap format) → [`manager`] (load,
+//! Read top-down: [`spec`] (the policy binding's ConfigMap format) →
+//! [`manager`] (load,
 //! check settings, swap into [`Policies`]) → [`review`] (AdmissionReview in
 //! and out, the decision) → [`server`] (one path per policy on the
 //! webhook server, `crate::webhook`) → [`sync`] (the webhook
-//! configurations) and [`guardrails`]
+//! configurations) and [`guardrail_policies`]
 //! (the same policies on reconcile output); [`metrics`] counts it all.
 
-pub mod binding;
-pub mod guardrails;
+pub mod guardrail_policies;
 pub mod manager;
 pub mod metrics;
 pub mod recent;
 pub mod review;
 pub mod server;
 pub mod shadow;
+pub mod spec;
 pub mod sync;
 
 use std::sync::Arc;
@@ -25,11 +26,11 @@ use std::time::{Duration, Instant};
 use gantry_sdk::AdmissionRequest;
 use serde_json::Value;
 
-pub use binding::{FailurePolicy, Mode, PolicySpec};
 pub use metrics::PolicyMetrics;
 pub use review::{AdmissionResponse, Decision, Outcome};
+pub use spec::{FailurePolicy, Mode, PolicySpec};
 
-use crate::binding::registry::InService;
+use crate::delivery::registry::InService;
 use crate::runtime::{CallError, PolicyPlugin};
 
 /// A policy in service: its binding and its loaded plugin.

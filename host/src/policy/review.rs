@@ -9,7 +9,7 @@ use gantry_sdk::{Mutation, Verdict};
 use serde_json::{Value, json};
 use thiserror::Error;
 
-use super::binding::{FailurePolicy, Mode, PolicySpec};
+use super::spec::{FailurePolicy, Mode, PolicySpec};
 use crate::runtime::CallError;
 
 /// The only AdmissionReview version served.
@@ -331,7 +331,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::policy::binding::parse_spec;
+    use crate::policy::spec::parse_spec;
 
     fn spec(extra: &str) -> PolicySpec {
         parse_spec(&format!(

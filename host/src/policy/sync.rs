@@ -20,7 +20,7 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
-use super::binding::{Mode, PolicySpec};
+use super::spec::{Mode, PolicySpec};
 use super::{LoadedPolicy, Policies};
 use crate::webhook::reach::Reach;
 
@@ -190,7 +190,7 @@ pub async fn run_sync(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::binding::parse_spec;
+    use crate::policy::spec::parse_spec;
     use crate::webhook::reach::ServiceRef;
 
     fn options() -> SyncOptions {

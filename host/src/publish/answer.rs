@@ -122,13 +122,10 @@ pub async fn wait(
     timeout: Duration,
 ) -> anyhow::Result<Answer> {
     let (annotation, loaded) = match document {
-        Document::Binding { .. } => (
-            crate::controller::binding::DIGEST_ANNOTATION,
-            "PluginLoaded",
-        ),
-        Document::Policy { .. } => (crate::policy::binding::DIGEST_ANNOTATION, "PolicyLoaded"),
+        Document::Binding { .. } => (crate::controller::spec::DIGEST_ANNOTATION, "PluginLoaded"),
+        Document::Policy { .. } => (crate::policy::spec::DIGEST_ANNOTATION, "PolicyLoaded"),
         Document::Converter { .. } => (
-            crate::conversion::binding::DIGEST_ANNOTATION,
+            crate::conversion::spec::DIGEST_ANNOTATION,
             "ConverterLoaded",
         ),
     };

@@ -8,9 +8,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::Value;
 
 use super::Document;
-use crate::controller::binding::{BINDING_KEY, BINDING_LABEL, PLUGIN_KEY, PLUGIN_ZSTD_KEY};
-use crate::conversion::binding::{CONVERTER_KEY, CONVERTER_LABEL};
-use crate::policy::binding::{POLICY_KEY, POLICY_LABEL};
+use crate::controller::spec::{BINDING_KEY, BINDING_LABEL, PLUGIN_KEY, PLUGIN_ZSTD_KEY};
+use crate::conversion::spec::{CONVERTER_KEY, CONVERTER_LABEL};
+use crate::policy::spec::{POLICY_KEY, POLICY_LABEL};
 
 /// Most bytes of values a ConfigMap holds (`data` and `binaryData`
 /// together): the API server refuses a larger one.

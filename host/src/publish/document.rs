@@ -7,9 +7,9 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::controller::binding::{self, BindingSpec};
-use crate::conversion::binding::{self as converter_binding, ConverterSpec};
-use crate::policy::binding::{self as policy_binding, PolicySpec};
+use crate::controller::spec::{self as binding_spec, BindingSpec};
+use crate::conversion::spec::{self as converter_spec, ConverterSpec};
+use crate::policy::spec::{self as policy_spec, PolicySpec};
 
 /// A parsed binding or policy document, with its text as written.
 #[derive(Debug, Clone)]
@@ -43,21 +43,21 @@ impl Document {
     /// converter, when it looks like one).
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         if has_key(text, "crd") {
-            return converter_binding::parse_spec(text)
+            return converter_spec::parse_spec(text)
                 .map(|spec| Self::Converter {
                     spec: Box::new(spec),
                     text: text.to_string(),
                 })
                 .map_err(|e| anyhow::anyhow!("invalid converter document: {e}"));
         }
-        let as_binding = binding::parse_spec(text);
+        let as_binding = binding_spec::parse_spec(text);
         if let Ok(spec) = as_binding {
             return Ok(Self::Binding {
                 spec: Box::new(spec),
                 text: text.to_string(),
             });
         }
-        match policy_binding::parse_spec(text) {
+        match policy_spec::parse_spec(text) {
             Ok(spec) => Ok(Self::Policy {
                 spec: Box::new(spec),
                 text: text.to_string(),

@@ -17,7 +17,7 @@ use kube::{Api, Client};
 use serde_json::json;
 
 use super::APPLY_MANAGER;
-use crate::binding::source::{FetchSettings, PluginSource, SourceSpec};
+use crate::delivery::source::{FetchSettings, PluginSource, SourceSpec};
 
 /// The ConfigMap, in the operator's namespace, naming where components are
 /// published.
@@ -175,7 +175,7 @@ pub async fn publish(place: &Place, name: &str, component: Vec<u8>) -> anyhow::R
         }
         Place::Registry { prefix, insecure } => {
             let reference = format!("{prefix}/{name}:sha256-{sha256}");
-            let pushed = crate::binding::source::oci::push(
+            let pushed = crate::delivery::source::oci::push(
                 component,
                 &reference,
                 *insecure,

@@ -1,9 +1,9 @@
 //! What a binding and the operator need the API server to allow: per
 //! resource, the verbs, and whether cluster-wide or in which namespace.
 
-use crate::controller::binding::BindingSpec;
 use crate::controller::context::KindInfo;
 use crate::controller::scope::WatchScope;
+use crate::controller::spec::BindingSpec;
 use crate::conversion::ConverterSpec;
 
 /// A kind as RBAC sees it.
@@ -230,7 +230,7 @@ mod tests {
     }
 
     fn spec(text: &str) -> BindingSpec {
-        crate::controller::binding::parse_spec(text).unwrap()
+        crate::controller::spec::parse_spec(text).unwrap()
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::store::CallState;
 use crate::capability::http::send;
 use crate::capability::metrics::Kind;
-use crate::contract::bindings::reconciler::gantry::plugin::{http, metrics};
+use crate::contract::generated::reconciler::gantry::plugin::{http, metrics};
 
 impl http::Host for CallState {
     async fn send(&mut self, request: http::Request) -> Result<http::Response, http::Error> {

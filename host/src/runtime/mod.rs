@@ -33,7 +33,7 @@ pub use limits::Limits;
 pub use plugin::{ConverterPlugin, PolicyPlugin, ReconcilerPlugin};
 pub use store::{CAPTURE_BYTES, CallState, MAX_LOG_LINE, MAX_LOG_LINES, MAX_RANDOM_BYTES};
 
-use crate::contract::bindings::reconciler::gantry::plugin::{host, http, metrics, types};
+use crate::contract::generated::reconciler::gantry::plugin::{host, http, metrics, types};
 
 /// Runtime settings.
 #[derive(Debug, Clone, Default)]

@@ -13,9 +13,9 @@ use super::error::{CallError, LoadError};
 use super::limits::Limits;
 use super::store::CallState;
 use crate::capability::Grants;
-use crate::contract::bindings::converter::exports::gantry::plugin::conversion;
-use crate::contract::bindings::policy::exports::gantry::plugin::admission;
-use crate::contract::bindings::reconciler::exports::gantry::plugin::{config, reconcile};
+use crate::contract::generated::converter::exports::gantry::plugin::conversion;
+use crate::contract::generated::policy::exports::gantry::plugin::admission;
+use crate::contract::generated::reconciler::exports::gantry::plugin::{config, reconcile};
 use crate::contract::{self, EncodedRequest, names};
 
 /// Pre-link `component` against the sandbox's imports.

@@ -322,7 +322,7 @@ URL, not inline.
 /// Whether `name` can name a plugin: a DNS label (it becomes the binding's
 /// name), not starting with a digit (it becomes a package name).
 pub fn valid_name(name: &str) -> bool {
-    gantry_apiserver::objects::meta::is_dns_label(name)
+    gantry_apiserver::objects::names::is_dns1123_label(name)
         && name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
 }
 
@@ -476,10 +476,9 @@ mod tests {
             .map(|line| line.strip_prefix("# ").unwrap_or(line))
             .collect();
         let uncommented = format!("capabilities:{}\n", uncommented.join("\n"));
-        let plain =
-            crate::controller::binding::parse_spec(&plain.replace("__NAME__", "x")).unwrap();
+        let plain = crate::controller::spec::parse_spec(&plain.replace("__NAME__", "x")).unwrap();
         assert_eq!(plain.capabilities.http, None, "off by default");
-        let granted = crate::controller::binding::parse_spec(&format!(
+        let granted = crate::controller::spec::parse_spec(&format!(
             "{}{uncommented}",
             template
                 .split_once("# capabilities:")
@@ -539,7 +538,7 @@ mod tests {
                 assert!(!text.contains(placeholder), "{}", file.display());
             }
         }
-        let spec = crate::conversion::binding::parse_spec(
+        let spec = crate::conversion::spec::parse_spec(
             &std::fs::read_to_string(converter.join("converter.yaml")).unwrap(),
         )
         .unwrap();

@@ -3,7 +3,7 @@
 //! path (a policy's, a converter's).
 
 use base64::Engine;
-use gantry_apiserver::objects::meta::is_dns_label;
+use gantry_apiserver::objects::names::is_dns1123_label;
 use serde_json::{Value, json};
 
 /// Where the API server finds the webhook server, and what it trusts.
@@ -78,7 +78,7 @@ impl std::str::FromStr for ServiceRef {
             Some((name, port)) => (name, Some(port.parse().map_err(|_| bad())?)),
             None => (rest, None),
         };
-        if !is_dns_label(namespace) || !is_dns_label(name) {
+        if !is_dns1123_label(namespace) || !is_dns1123_label(name) {
             return Err(bad());
         }
         Ok(Self {

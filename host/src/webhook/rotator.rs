@@ -27,7 +27,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use futures::StreamExt;
-use gantry_apiserver::objects::meta::{is_dns_label, is_dns_subdomain};
+use gantry_apiserver::objects::names::{is_dns1123_label, is_dns1123_subdomain};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ObjectMeta, PostParams};
@@ -60,7 +60,9 @@ impl std::str::FromStr for SecretRef {
 
     fn from_str(text: &str) -> Result<Self, String> {
         match text.split_once('/') {
-            Some((namespace, name)) if is_dns_label(namespace) && is_dns_subdomain(name) => {
+            Some((namespace, name))
+                if is_dns1123_label(namespace) && is_dns1123_subdomain(name) =>
+            {
                 Ok(Self {
                     namespace: namespace.into(),
                     name: name.into(),

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gantry::policy::binding::{PolicyBinding, parse_spec};
+use gantry::policy::spec::{PolicyBinding, parse_spec};
 use gantry::policy::{LoadedPolicy, Policies, PolicyMetrics, manager};
 use gantry::runtime::Runtime;
 use gantry::webhook::server::WebhookServer;
@@ -34,7 +34,7 @@ pub fn load(runtime: &Runtime, plugin: &str, policy_yaml: &str) -> LoadedPolicy 
     let bytes = gantry::toolchain::example_plugin(plugin).expect("example plugin builds");
     let binding = PolicyBinding {
         spec,
-        plugin: gantry::binding::PluginBytes {
+        plugin: gantry::delivery::PluginBytes {
             digest: gantry::runtime::digest(&bytes),
             bytes,
             source: None,

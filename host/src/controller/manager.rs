@@ -1,8 +1,10 @@
-//! Reconcile bindings as a [`Lifecycle`] of the binding loader: ConfigMaps
-//! labelled `gantry.dev/plugin`, each version prepared (fetched, compiled,
-//! its `validate-config` run) off the loop, swapped in atomically, and one
-//! controller per binding started and stopped. A version that fails any
-//! check never replaces a working one.
+//! The running set of binding controllers: reconcile bindings as a
+//! [`Lifecycle`] of the binding loader. ConfigMaps labelled
+//! `gantry.dev/plugin`, each version prepared (fetched, compiled, its
+//! `validate-config` run) off the loop, swapped in atomically, and one
+//! kube-runtime controller per binding started (its events routed by
+//! [`mappers`]) and stopped. A version that fails any check never
+//! replaces a working one.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -10,27 +12,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use gantry_sdk::Trigger;
 use kube::api::DynamicObject;
 use kube::runtime::Controller;
 use kube::runtime::controller::Config as ControllerConfig;
 use kube::runtime::events::Reporter;
-use kube::runtime::reflector::ObjectRef;
 use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
-use super::binding::{
-    self, BINDING_KEY, BINDING_LABEL, BindingSpec, DIGEST_ANNOTATION, SOURCE_ANNOTATION,
-};
-use super::cached::CachedObject;
-use super::context::{BindingContext, Current, KindInfo, controller_owner};
+use super::context::{BindingContext, Current};
+use super::mappers;
 use super::reconcile::{error_policy, reconcile};
 use super::rollout::ShadowReport;
+use super::spec::{
+    self, BINDING_KEY, BINDING_LABEL, BindingSpec, DIGEST_ANNOTATION, SOURCE_ANNOTATION,
+};
 use super::watches::{CacheTask, Watches};
 use super::{Metrics, OperatorOptions, ReconcileError, Shared};
-use crate::binding::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
-use crate::binding::source::{Fetcher, SourceSpec};
+use crate::delivery::loader::{self, Installed, Lifecycle, PendingPlugin, Refusal};
+use crate::delivery::source::{Fetcher, SourceSpec};
 use crate::recorder::Recorder;
 use crate::runtime::{ReconcilerPlugin, Runtime};
 
@@ -70,7 +70,7 @@ pub async fn run_operator(
 /// The binding and the component of the version a ConfigMap holds.
 pub fn read_binding(
     cm: &k8s_openapi::api::core::v1::ConfigMap,
-) -> Result<(BindingSpec, crate::binding::envelope::Component), Refusal> {
+) -> Result<(BindingSpec, crate::delivery::envelope::Component), Refusal> {
     loader::read::<Bindings>(cm)
 }
 
@@ -168,7 +168,7 @@ impl Lifecycle for Bindings {
     const NOUN: &'static str = "binding";
 
     fn parse(text: &str) -> Result<BindingSpec, String> {
-        binding::parse_spec(text).map_err(|e| e.to_string())
+        spec::parse_spec(text).map_err(|e| e.to_string())
     }
 
     fn name(spec: &BindingSpec) -> &str {
@@ -428,20 +428,20 @@ impl Bindings {
         let ctx = watches.ctx.clone();
         let attached = watches.attach();
         // A parent's events that are our own writes, or that come during
-        // its reconcile, are judged by its ledger (see `ParentState`).
-        let news = ctx.clone();
+        // its reconcile, are judged by its ledger (see `mappers`).
+        let news = mappers::parent_changed(ctx.clone());
         let parents = attached
             .parents
-            .try_filter(move |parent| std::future::ready(news.parent_changed(parent)));
+            .try_filter(move |parent| std::future::ready(news(parent)));
         let mut controller =
             Controller::for_stream_with(parents, ctx.parents.clone(), ctx.parent.resource.clone());
         for (kind, changes) in ctx.children.iter().zip(attached.children) {
-            let mapper = child_mapper(ctx.clone(), kind.info.clone());
+            let mapper = mappers::child_mapper(ctx.clone(), kind.info.clone());
             controller =
                 controller.watches_stream_with(changes, mapper, kind.info.resource.clone());
         }
         for (index, (kind, changes)) in ctx.related.iter().zip(attached.related).enumerate() {
-            let mapper = related_mapper(ctx.clone(), index);
+            let mapper = mappers::related_mapper(ctx.clone(), index);
             controller =
                 controller.watches_stream_with(changes, mapper, kind.info.resource.clone());
         }
@@ -626,70 +626,12 @@ async fn release_fresh(
     }
 }
 
-/// A child event → its controller parent (and note why).
-fn child_mapper(
-    ctx: Arc<BindingContext>,
-    info: KindInfo,
-) -> impl Fn(CachedObject) -> Option<ObjectRef<CachedObject>> + Send + Sync + 'static {
-    move |child: CachedObject| {
-        let owner = controller_owner(&child)?;
-        if owner.kind != ctx.parent.kind.kind || owner.api_version != ctx.parent.kind.api_version {
-            return None;
-        }
-        let namespace = if ctx.parent.namespaced {
-            child.namespace()
-        } else {
-            None
-        };
-        let key = match &namespace {
-            Some(ns) => format!("{ns}/{}", owner.name),
-            None => owner.name.clone(),
-        };
-        let version = (
-            (info.kind.clone(), child.namespace(), child.name_any()),
-            child.resource_version().unwrap_or_default(),
-        );
-        let trigger = Trigger::ChildChanged(BindingContext::object_ref(&info, &child));
-        if !ctx.child_changed(&key, version, trigger) {
-            return None;
-        }
-        let parent = ObjectRef::new_with(&owner.name, ctx.parent.resource.clone());
-        Some(match namespace {
-            Some(ns) => parent.within(&ns),
-            None => parent,
-        })
-    }
-}
-
-/// A related object's event → every parent that reads it.
-fn related_mapper(
-    ctx: Arc<BindingContext>,
-    index: usize,
-) -> impl Fn(CachedObject) -> Vec<ObjectRef<CachedObject>> + Send + Sync + 'static {
-    move |obj: CachedObject| {
-        let related = &ctx.related[index];
-        let reference = BindingContext::object_ref(&related.info, &obj);
-        ctx.parents
-            .state()
-            .into_iter()
-            .filter(|parent| related.matches(&obj, parent.namespace().as_deref()))
-            .filter(|parent| {
-                ctx.related_changed(
-                    &super::context::object_key(parent.as_ref()),
-                    Trigger::RelatedChanged(reference.clone()),
-                )
-            })
-            .map(|parent| ObjectRef::from_obj_with(parent.as_ref(), ctx.parent.resource.clone()))
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn spec(name: &str, api_version: &str) -> BindingSpec {
-        binding::parse_spec(&format!(
+        spec::parse_spec(&format!(
             "name: {name}\nparent: {{apiVersion: {api_version}, kind: Widget}}\n"
         ))
         .unwrap()

@@ -1,20 +1,26 @@
-//! A binding: which parent kind a plugin reconciles, what it may create,
-//! what it reads, and the plugin itself, as held by a ConfigMap labelled
-//! `gantry.dev/plugin`.
+//! The spec of a reconcile binding (`binding.yaml`): which parent kind a
+//! plugin reconciles, what it may create, what it reads, and the plugin
+//! itself, as held by a ConfigMap labelled `gantry.dev/plugin`.
+
+mod hand_over;
+mod rollout;
 
 use std::time::Duration;
 
+use gantry_apiserver::objects::names::{is_dns1123_label, is_dns1123_subdomain};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-pub use crate::binding::LimitsSpec;
-use crate::binding::envelope::{self, Component, EnvelopeError, PluginBytes};
-pub use crate::binding::envelope::{MAX_PLUGIN_BYTES, PLUGIN_KEY, PLUGIN_ZSTD_KEY, is_sha256_hex};
-use crate::binding::source::SourceSpec;
+pub use crate::delivery::LimitsSpec;
+use crate::delivery::envelope::{self, Component, EnvelopeError, PluginBytes};
+pub use crate::delivery::envelope::{MAX_PLUGIN_BYTES, PLUGIN_KEY, PLUGIN_ZSTD_KEY, is_sha256_hex};
+use crate::delivery::source::SourceSpec;
 use crate::runtime::Limits;
+pub use hand_over::HandOverSpec;
+pub use rollout::{RolloutSpec, Threshold};
 
 /// Label that marks a ConfigMap as a plugin binding.
 pub const BINDING_LABEL: &str = "gantry.dev/plugin";
@@ -142,16 +148,16 @@ pub struct BindingSpec {
     /// How a new version goes into service: shadow-run first, and what it
     /// may fail or change.
     #[serde(default)]
-    pub rollout: super::rollout::RolloutSpec,
+    pub rollout: RolloutSpec,
     /// What the plugin may do beyond computing (outbound HTTP); nothing
     /// unless granted.
     #[serde(default)]
     pub capabilities: crate::capability::CapabilitiesSpec,
     /// Fields of children that pass to another controller (an HPA's
     /// `spec.replicas`) when the plugin stops setting them, instead of
-    /// being removed (see [`handover`](super::handover)).
+    /// being removed (see `children::handover`).
     #[serde(default)]
-    pub hand_over: Vec<super::handover::HandOverSpec>,
+    pub hand_over: Vec<HandOverSpec>,
 }
 
 fn default_resync() -> u64 {
@@ -244,14 +250,12 @@ fn field(field: &str, message: impl Into<String>) -> BindingError {
     }
 }
 
-pub use gantry_apiserver::objects::meta::{is_dns_label, is_dns_subdomain};
-
 fn check_kind(path: &str, kind: &KindRef) -> Result<(), BindingError> {
     let version_ok = {
         let mut parts = kind.api_version.split('/');
         match (parts.next(), parts.next(), parts.next()) {
-            (Some(v), None, None) => is_dns_label(v),
-            (Some(g), Some(v), None) => is_dns_subdomain(g) && is_dns_label(v),
+            (Some(v), None, None) => is_dns1123_label(v),
+            (Some(g), Some(v), None) => is_dns1123_subdomain(g) && is_dns1123_label(v),
             _ => false,
         }
     };
@@ -284,7 +288,7 @@ fn check_kind(path: &str, kind: &KindRef) -> Result<(), BindingError> {
 pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
     let spec: BindingSpec =
         serde_yaml::from_str(text).map_err(|e| BindingError::InvalidSpec(e.to_string()))?;
-    if !is_dns_label(&spec.name) {
+    if !is_dns1123_label(&spec.name) {
         return Err(field(
             "name",
             format!(
@@ -323,7 +327,7 @@ pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
         }
     }
     for (i, policy) in spec.guardrail_policies.iter().enumerate() {
-        if !is_dns_label(policy) {
+        if !is_dns1123_label(policy) {
             return Err(field(
                 &format!("guardrailPolicies[{i}]"),
                 format!("{policy:?} is not a policy name (a DNS label)"),
@@ -336,7 +340,7 @@ pub fn parse_spec(text: &str) -> Result<BindingSpec, BindingError> {
             ));
         }
     }
-    super::handover::check(&spec.hand_over, &spec.children)
+    hand_over::check(&spec.hand_over, &spec.children)
         .map_err(|(at, message)| field(&at, message))?;
     if spec.max_concurrent_reconciles == Some(0) {
         return Err(field("maxConcurrentReconciles", "must be at least 1"));
@@ -384,7 +388,7 @@ mod tests {
     use k8s_openapi::ByteString;
 
     use super::*;
-    use crate::binding::source::PluginSource;
+    use crate::delivery::source::PluginSource;
 
     const SPEC: &str = "name: memcached\nparent: {apiVersion: cache.example.com/v1alpha1, kind: Memcached}\nchildren:\n- {apiVersion: apps/v1, kind: Deployment}\n";
 

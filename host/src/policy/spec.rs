@@ -14,12 +14,12 @@ use serde_json::Value;
 use thiserror::Error;
 
 use gantry_apiserver::admission::matching::{RuleRequest, rule_covers};
-use gantry_apiserver::objects::meta::is_dns_label;
+use gantry_apiserver::objects::names::is_dns1123_label;
 use k8s_openapi::api::admissionregistration::v1::RuleWithOperations;
 
-pub use crate::binding::LimitsSpec;
-use crate::binding::envelope::{self, Component, EnvelopeError, PluginBytes};
-use crate::binding::source::SourceSpec;
+pub use crate::delivery::LimitsSpec;
+use crate::delivery::envelope::{self, Component, EnvelopeError, PluginBytes};
+use crate::delivery::source::SourceSpec;
 use crate::runtime::Limits;
 
 /// Label that marks a ConfigMap as a policy binding.
@@ -298,7 +298,7 @@ fn check_selector(path: &str, selector: Option<&LabelSelector>) -> Result<(), Po
 pub fn parse_spec(text: &str) -> Result<PolicySpec, PolicyBindingError> {
     let spec: PolicySpec =
         serde_yaml::from_str(text).map_err(|e| PolicyBindingError::InvalidSpec(e.to_string()))?;
-    if !is_dns_label(&spec.name) {
+    if !is_dns1123_label(&spec.name) {
         return Err(field(
             "name",
             format!(
@@ -464,7 +464,7 @@ mod tests {
     use k8s_openapi::ByteString;
 
     use super::*;
-    use crate::binding::envelope::PLUGIN_KEY;
+    use crate::delivery::envelope::PLUGIN_KEY;
 
     const SPEC: &str = "name: cap-replicas\nrules:\n- {apiGroups: [apps], apiVersions: [v1], resources: [deployments, deployments/scale], operations: [CREATE, UPDATE]}\nsettings: {max: 5}\n";
 

@@ -1,5 +1,6 @@
-//! Checks on a plugin's desired children before anything is applied. Any
-//! violation fails the whole reconcile: nothing is applied, nothing pruned.
+//! The host's own checks on a plugin's desired children before anything is
+//! applied. Any violation fails the whole reconcile: nothing is applied,
+//! nothing pruned.
 //!
 //! Besides "declared kinds, the parent's namespace, valid names, no
 //! duplicates", the checks keep a plugin from reaching Gantry itself: no
@@ -12,8 +13,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::binding::KindRef;
 use super::names::is_valid_name;
+use crate::controller::spec::KindRef;
 
 /// A desired child, checked and placed: its kind, namespace and name.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,11 +14,11 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use gantry_apiserver::objects::meta::is_dns_subdomain;
+use gantry_apiserver::objects::names::is_dns1123_subdomain;
 
-pub use crate::binding::LimitsSpec;
-use crate::binding::envelope;
-use crate::binding::source::SourceSpec;
+pub use crate::delivery::LimitsSpec;
+use crate::delivery::envelope;
+use crate::delivery::source::SourceSpec;
 use crate::runtime::Limits;
 
 /// Label that marks a ConfigMap as a converter binding.
@@ -126,7 +126,7 @@ fn field(field: &str, message: impl Into<String>) -> ConverterBindingError {
 pub fn parse_spec(text: &str) -> Result<ConverterSpec, ConverterBindingError> {
     let spec: ConverterSpec = serde_yaml::from_str(text)
         .map_err(|e| ConverterBindingError::InvalidSpec(e.to_string()))?;
-    if !is_dns_subdomain(&spec.crd) || !spec.crd.contains('.') {
+    if !is_dns1123_subdomain(&spec.crd) || !spec.crd.contains('.') {
         return Err(field(
             "crd",
             format!(

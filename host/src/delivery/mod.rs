@@ -1,10 +1,12 @@
-//! Plugins delivered in ConfigMaps, whatever they are for.
+//! Plugin delivery: plugins come in ConfigMaps, whatever they are for
+//! (reconcile bindings, admission policies, CRD converters), and go into
+//! service or are refused here.
 //!
 //! Read top-down: [`envelope`] (what every binding ConfigMap carries: the
 //! component inline or from a [`source`], the sha256 pin) and [`limits`]
 //! (the one limits type) → [`loader`] (the one swap loop, generic over a
 //! [`Lifecycle`]) → [`registry`] (what a kind has in service). Reconcile
-//! bindings (`controller::bindings`), admission policies
+//! bindings (`controller::manager`), admission policies
 //! (`policy::manager`) and CRD converters (`conversion::manager`) are
 //! lifecycles of the loader.
 

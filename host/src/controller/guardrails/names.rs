@@ -1,42 +1,10 @@
 //! Object names as Kubernetes validates them, kind by kind: most kinds take
 //! a DNS-1123 subdomain of up to 253 characters, a few a DNS label, and the
-//! RBAC kinds any path segment (`system:controller:foo`).
+//! RBAC kinds any path segment (`system:controller:foo`). The DNS rules are
+//! the embedded API server's ([`gantry_apiserver::objects::names`]), so
+//! the guardrails and the API server judge a name alike.
 
-/// A DNS-1123 label: up to 63 lowercase letters, digits and `-`, starting
-/// and ending with a letter or digit.
-pub fn is_dns1123_label(name: &str) -> bool {
-    name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && name
-            .bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_alphanumeric())
-        && name
-            .bytes()
-            .last()
-            .is_some_and(|b| b.is_ascii_alphanumeric())
-}
-
-/// A DNS-1035 label: a DNS-1123 label that starts with a letter.
-pub fn is_dns1035_label(name: &str) -> bool {
-    is_dns1123_label(name) && name.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
-}
-
-/// A DNS-1123 subdomain: up to 253 characters, dot-separated parts each
-/// as a label's characters (Kubernetes bounds only the total length).
-pub fn is_dns1123_subdomain(name: &str) -> bool {
-    name.len() <= 253
-        && name.split('.').all(|part| {
-            !part.is_empty()
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !part.starts_with('-')
-                && !part.ends_with('-')
-        })
-}
+use gantry_apiserver::objects::names::{is_dns1035_label, is_dns1123_label, is_dns1123_subdomain};
 
 /// A path segment: not `.` or `..`, without `/` or `%`.
 pub fn is_path_segment(name: &str) -> bool {
@@ -67,11 +35,14 @@ mod tests {
         let many_parts = "a.".repeat(126);
         let many_parts = many_parts.trim_end_matches('.');
         let too_long = "a".repeat(254);
+        let long_part = format!("{}.example.com", "a".repeat(64));
         let cases = [
             ("", "ConfigMap", long_label.as_str(), true),
             ("", "ConfigMap", many_parts, true),
             ("", "ConfigMap", too_long.as_str(), false),
             ("", "ConfigMap", "web.v2", true),
+            ("", "ConfigMap", long_part.as_str(), true),
+            ("", "Namespace", &long_part[..64], false),
             ("", "ConfigMap", "Bad_Name", false),
             ("", "ConfigMap", "a..b", false),
             ("", "ConfigMap", "-a", false),

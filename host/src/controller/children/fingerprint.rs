@@ -1,6 +1,7 @@
-//! Telling whether a write is needed: the host skips an apply when what it
-//! would send is unchanged since its last successful apply and the live
-//! object still shows it.
+//! Fingerprints, for telling whether a write is needed: the host skips an
+//! apply (of a child, or of the parent's status) when what it would send
+//! is unchanged since its last successful apply and the live object still
+//! shows it.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 

@@ -10,7 +10,7 @@ use thiserror::Error;
 use super::cache::DigestCache;
 use super::spec::PluginSource;
 use super::{http, oci};
-use crate::binding::envelope::MAX_PLUGIN_BYTES;
+use crate::delivery::envelope::MAX_PLUGIN_BYTES;
 
 /// How downloads behave.
 #[derive(Debug, Clone)]
