@@ -200,3 +200,81 @@ async fn converge_reports_phases_side_by_side_and_a_resync_writes_nothing(backen
     }
     assert!(std::fs::read_to_string(&chart).unwrap().starts_with("<svg"));
 }
+
+/// `gantry bench density` at a tiny size, with the controller-runtime peer
+/// (one process per operator) after Gantry (one process for all): every
+/// operator, the one added for the marginal cost included, converges with
+/// all its children.
+#[test]
+fn density_converges_every_operator_in_one_gantry_and_in_one_peer_each() {
+    let report = gantry_json(&[
+        "--log-format",
+        "text",
+        "bench",
+        "density",
+        "--operators",
+        "3",
+        "--parents-per-operator",
+        "2",
+        "--children-per-parent",
+        "2",
+        "--resync-secs",
+        "2",
+        "--steady-secs",
+        "1",
+        "--extra-operators",
+        "1",
+        "--timeout-secs",
+        "120",
+        "--peer",
+        "controller-runtime",
+    ]);
+    let runs = report["runs"].as_array().unwrap();
+    let names: Vec<&str> = runs
+        .iter()
+        .map(|r| r["implementation"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["gantry", "controller-runtime"], "{report}");
+    for (run, processes) in runs.iter().zip([1, 3]) {
+        assert_eq!(run["processes"], processes, "{run}");
+        let operators = run["operators"].as_array().unwrap();
+        let kinds: Vec<&str> = operators
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["Density0", "Density1", "Density2", "Density3"]);
+        for operator in operators {
+            assert_eq!(
+                (
+                    &operator["parents"],
+                    &operator["converged"],
+                    &operator["children"]
+                ),
+                (&Value::from(2), &Value::from(2), &Value::from(4)),
+                "{run}"
+            );
+        }
+        let counts: Vec<u64> = run["rss_by_operators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[0].as_u64().unwrap())
+            .collect();
+        assert_eq!(counts, [3, 4], "{run}");
+        assert!(run["marginal_rss_bytes"].is_f64(), "{run}");
+        assert!(run["converge_seconds"].as_f64().unwrap() > 0.0, "{run}");
+        assert!(run["steady_rss_bytes"].as_u64().unwrap() > 0, "{run}");
+        assert!(
+            run["converge_peak_rss_bytes"].as_u64().unwrap() > 0,
+            "{run}"
+        );
+        for cpu in [
+            "start_cpu_seconds",
+            "converge_cpu_seconds",
+            "steady_cpu_seconds",
+        ] {
+            assert!(run[cpu].as_f64().unwrap() >= 0.0, "{cpu}: {run}");
+        }
+    }
+    assert!(report["apiserver_peak_rss"].as_u64().unwrap() > 0);
+}

@@ -99,9 +99,16 @@ type MemcachedList struct {
 	Items           []Memcached `json:"items"`
 }
 
-// AddToScheme registers both kinds and their lists with a scheme.
-func AddToScheme(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(FanoutGroupVersion, &Fanout{}, &FanoutList{})
+// DefaultFanoutKind is the kind Fanout parents are served as, unless
+// --fanout-kind names another CRD of the same schema (`gantry bench
+// density` serves it under one kind per operator).
+const DefaultFanoutKind = "Fanout"
+
+// AddToScheme registers both kinds and their lists with a scheme, the
+// Fanout type under fanoutKind (and fanoutKind + "List").
+func AddToScheme(scheme *runtime.Scheme, fanoutKind string) error {
+	scheme.AddKnownTypeWithName(FanoutGroupVersion.WithKind(fanoutKind), &Fanout{})
+	scheme.AddKnownTypeWithName(FanoutGroupVersion.WithKind(fanoutKind+"List"), &FanoutList{})
 	metav1.AddToGroupVersion(scheme, FanoutGroupVersion)
 	scheme.AddKnownTypes(MemcachedGroupVersion, &Memcached{}, &MemcachedList{})
 	metav1.AddToGroupVersion(scheme, MemcachedGroupVersion)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -34,19 +35,29 @@ type FanoutReconciler struct {
 	// reconciled again with nothing changed (Gantry: the binding's
 	// resyncSeconds).
 	Resync time.Duration
+	// GVK is the kind the parents are served as; empty: Fanout.
+	GVK schema.GroupVersionKind
 }
 
 // FanoutManager is the field manager of the fanout reconciler's applies;
 // its status applies use FanoutManager + "-status".
 const FanoutManager = "controller-runtime-peer/fanout"
 
-var fanoutGVK = FanoutGroupVersion.WithKind("Fanout")
+var fanoutGVK = FanoutGroupVersion.WithKind(DefaultFanoutKind)
 
-// DesiredConfigMaps are the children parent wants: k ConfigMaps named
-// `<parent>-<i>` with data {value: spec.value}, labelled and controlled by
-// the parent.
-func DesiredConfigMaps(parent *Fanout, k int) []*corev1ac.ConfigMapApplyConfiguration {
-	owner := OwnerReference(parent, fanoutGVK)
+// kind is the kind the parents are served as.
+func (r *FanoutReconciler) kind() schema.GroupVersionKind {
+	if r.GVK.Empty() {
+		return fanoutGVK
+	}
+	return r.GVK
+}
+
+// DesiredConfigMaps are the children parent (of kind gvk) wants: k
+// ConfigMaps named `<parent>-<i>` with data {value: spec.value}, labelled
+// and controlled by the parent.
+func DesiredConfigMaps(parent *Fanout, gvk schema.GroupVersionKind, k int) []*corev1ac.ConfigMapApplyConfiguration {
+	owner := OwnerReference(parent, gvk)
 	out := make([]*corev1ac.ConfigMapApplyConfiguration, 0, k)
 	for i := range k {
 		out = append(out, corev1ac.ConfigMap(fmt.Sprintf("%s-%d", parent.Name, i), parent.Namespace).
@@ -126,7 +137,7 @@ func (r *FanoutReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 	writer := childWriter{client: r.Client, reader: r.Reader, manager: FanoutManager}
 	wanted := make(map[string]bool, r.ChildrenPerParent)
-	for _, intent := range DesiredConfigMaps(&parent, r.ChildrenPerParent) {
+	for _, intent := range DesiredConfigMaps(&parent, r.kind(), r.ChildrenPerParent) {
 		wanted[*intent.Name] = true
 		child := Child{
 			Kind:   "ConfigMap",
@@ -144,7 +155,7 @@ func (r *FanoutReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 
 	statuses := statusWriter{client: r.Client, manager: FanoutManager + "-status"}
-	if _, err := statuses.write(ctx, &parent, fanoutGVK, &parent.Status, &status); err != nil {
+	if _, err := statuses.write(ctx, &parent, r.kind(), &parent.Status, &status); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
@@ -167,7 +178,7 @@ func (r *FanoutReconciler) observed(ctx context.Context, parent *Fanout) ([]clie
 func (r *FanoutReconciler) fail(ctx context.Context, parent *Fanout, rerr *ReconcileError) (ctrl.Result, error) {
 	status := FanoutFailedStatus(parent, rerr, time.Now())
 	statuses := statusWriter{client: r.Client, manager: FanoutManager + "-status"}
-	if _, err := statuses.write(ctx, parent, fanoutGVK, &parent.Status, &status); err != nil {
+	if _, err := statuses.write(ctx, parent, r.kind(), &parent.Status, &status); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "could not record the failure in status")
 	}
 	return failed(r.Recorder, parent, rerr, r.Resync)

@@ -29,7 +29,7 @@ func fanout(value string) *Fanout {
 }
 
 func TestOneConfigMapPerChildWithTheValue(t *testing.T) {
-	children := DesiredConfigMaps(fanout("v1"), 2)
+	children := DesiredConfigMaps(fanout("v1"), fanoutGVK, 2)
 	if len(children) != 2 || *children[0].Name != "p-0" || *children[1].Name != "p-1" {
 		t.Fatalf("names: %v", children)
 	}
@@ -46,12 +46,12 @@ func TestOneConfigMapPerChildWithTheValue(t *testing.T) {
 			t.Fatalf("owner %+v", owner)
 		}
 	}
-	if got := DesiredConfigMaps(fanout("v1"), 0); len(got) != 0 {
+	if got := DesiredConfigMaps(fanout("v1"), fanoutGVK, 0); len(got) != 0 {
 		t.Fatalf("k=0: %v", got)
 	}
 	// What goes over the wire: the same object the plugin asks for, plus
 	// the label and the owner reference the host adds.
-	data, _ := json.Marshal(DesiredConfigMaps(fanout(""), 1)[0])
+	data, _ := json.Marshal(DesiredConfigMaps(fanout(""), fanoutGVK, 1)[0])
 	want := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"p-0","namespace":"default","labels":{"bench.gantry.dev/peer":"controller-runtime"},` +
 		`"ownerReferences":[{"apiVersion":"bench.gantry.dev/v1","kind":"Fanout","name":"p","uid":"uid-p","controller":true,"blockOwnerDeletion":true}]},"data":{"value":""}}`
 	if string(data) != want {
@@ -69,7 +69,7 @@ func liveConfigMap(intent any) *corev1.ConfigMap {
 }
 
 func TestALiveConfigMapShowsItsIntentUntilSomethingDrifts(t *testing.T) {
-	intent := DesiredConfigMaps(fanout("v1"), 1)[0]
+	intent := DesiredConfigMaps(fanout("v1"), fanoutGVK, 1)[0]
 	live := liveConfigMap(intent)
 	live.Labels["other"] = "x"
 	live.Data["extra"] = "y"
@@ -175,7 +175,7 @@ func newHarness(t *testing.T, objects ...client.Object) *harness {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	if err := AddToScheme(scheme); err != nil {
+	if err := AddToScheme(scheme, DefaultFanoutKind); err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{}
@@ -313,5 +313,27 @@ func TestAConfigMapOfSomeoneElseIsNotTaken(t *testing.T) {
 	_ = h.client.Get(context.Background(), client.ObjectKeyFromObject(foreign), &cm)
 	if cm.Data["mine"] != "yes" || cm.Data["value"] != "" {
 		t.Fatalf("changed: %v", cm.Data)
+	}
+}
+
+func TestFanoutsServedAsAnotherKindOwnTheirChildrenAsThatKind(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := AddToScheme(scheme, "Density3"); err != nil {
+		t.Fatal(err)
+	}
+	density := FanoutGroupVersion.WithKind("Density3")
+	for obj, want := range map[runtime.Object]string{&Fanout{}: "Density3", &FanoutList{}: "Density3List"} {
+		kinds, _, err := scheme.ObjectKinds(obj)
+		if err != nil || len(kinds) != 1 || kinds[0] != FanoutGroupVersion.WithKind(want) {
+			t.Fatalf("%T: %v %v", obj, kinds, err)
+		}
+	}
+	r := &FanoutReconciler{GVK: density}
+	owner := DesiredConfigMaps(fanout("v1"), r.kind(), 1)[0].OwnerReferences
+	if len(owner) != 1 || *owner[0].Kind != "Density3" {
+		t.Fatalf("owner %+v", owner)
+	}
+	if (&FanoutReconciler{}).kind() != fanoutGVK {
+		t.Fatal("the zero value serves Fanout")
 	}
 }

@@ -40,6 +40,8 @@ type Options struct {
 	Concurrency int
 	// Reconcilers are the controllers to run: fanout, memcached or both.
 	Reconcilers []string
+	// FanoutKind is the kind the fanout reconciler's parents are served as.
+	FanoutKind string
 	// Namespace restricts every watch to one namespace; empty: all.
 	Namespace string
 	// MetricsAddr serves /metrics; "0" turns it off.
@@ -68,6 +70,7 @@ func parseOptions(args []string) (Options, error) {
 	var resyncSecs int
 	fs.IntVar(&o.Concurrency, "concurrency", 16, "reconciles at once, per controller (MaxConcurrentReconciles); Gantry's --concurrency")
 	fs.StringVar(&reconcilers, "reconcilers", "fanout,memcached", "controllers to run, comma-separated: fanout, memcached")
+	fs.StringVar(&o.FanoutKind, "fanout-kind", DefaultFanoutKind, "kind of the fanout parents in bench.gantry.dev/v1: a CRD with Fanout's schema")
 	fs.StringVar(&o.Namespace, "namespace", "", "watch only this namespace (default: all)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "address of /metrics (plain HTTP); 0 turns it off")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", "0", "address of /healthz and /readyz; 0 turns them off")
@@ -93,6 +96,9 @@ func parseOptions(args []string) (Options, error) {
 	}
 	if len(o.Reconcilers) == 0 {
 		return o, errors.New("--reconcilers: name at least one of fanout, memcached")
+	}
+	if o.FanoutKind == "" {
+		return o, errors.New("--fanout-kind must not be empty")
 	}
 	if o.Concurrency < 1 {
 		return o, errors.New("--concurrency must be at least 1")
@@ -169,7 +175,7 @@ func run(ctx context.Context, options Options, log logr.Logger) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := AddToScheme(scheme); err != nil {
+	if err := AddToScheme(scheme, options.FanoutKind); err != nil {
 		return err
 	}
 
@@ -222,6 +228,7 @@ func run(ctx context.Context, options Options, log logr.Logger) error {
 			Recorder:          mgr.GetEventRecorder("controller-runtime-peer"),
 			ChildrenPerParent: options.ChildrenPerParent,
 			Resync:            options.Resync,
+			GVK:               FanoutGroupVersion.WithKind(options.FanoutKind),
 		}
 		if err := r.SetupWithManager(ctx, mgr, options.Concurrency); err != nil {
 			return fmt.Errorf("setting up fanout: %w", err)
@@ -253,7 +260,7 @@ func run(ctx context.Context, options Options, log logr.Logger) error {
 		return err
 	}
 
-	log.Info("starting", "reconcilers", options.Reconcilers, "concurrency", options.Concurrency,
+	log.Info("starting", "reconcilers", options.Reconcilers, "fanoutKind", options.FanoutKind, "concurrency", options.Concurrency,
 		"childrenPerParent", options.ChildrenPerParent, "resync", options.Resync, "namespace", options.Namespace)
 	err = mgr.Start(ctx)
 	log.Info("stopped", "writes", writes.Load())

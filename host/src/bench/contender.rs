@@ -97,13 +97,14 @@ impl Contender {
         })
     }
 
-    /// The peer (binary `peer`) reconciling fanouts in `namespace` with
-    /// `children` ConfigMaps each and a resync of `resync`; returns once it
-    /// says it is ready.
+    /// The peer (binary `peer`) reconciling fanouts served as `kind` (in
+    /// `bench.gantry.dev/v1`) in `namespace` with `children` ConfigMaps
+    /// each and a resync of `resync`; returns once it says it is ready.
     pub fn controller_runtime(
         peer: &Path,
         launch: &Launch<'_>,
         namespace: &str,
+        kind: &str,
         children: u32,
         resync: Duration,
     ) -> anyhow::Result<Self> {
@@ -111,7 +112,8 @@ impl Contender {
         let mut child = Command::new(peer)
             .arg("--kubeconfig")
             .arg(launch.kubeconfig)
-            .args(["--reconcilers", "fanout", "--namespace", namespace])
+            .args(["--reconcilers", "fanout", "--fanout-kind", kind])
+            .args(["--namespace", namespace])
             .args(["--concurrency", &launch.concurrency.to_string()])
             .args(["--children-per-parent", &children.to_string()])
             .args(["--resync-secs", &resync.as_secs().max(1).to_string()])
@@ -165,6 +167,16 @@ impl Contender {
     /// Its peak resident set size so far, in bytes.
     pub fn peak_rss(&self) -> Option<u64> {
         super::converge::peak_rss(&self.child.id().to_string())
+    }
+
+    /// Start its peak RSS afresh from its RSS now; whether it could.
+    pub fn reset_peak_rss(&self) -> bool {
+        super::converge::reset_peak_rss(&self.child.id().to_string())
+    }
+
+    /// Its resident set size now, in bytes.
+    pub fn rss(&self) -> Option<u64> {
+        super::converge::rss(&self.child.id().to_string())
     }
 
     /// SIGTERM, and wait for it to exit (killed after `grace`).

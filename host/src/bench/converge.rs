@@ -106,20 +106,42 @@ pub struct ConvergeReport {
 /// Peak resident set size of process `pid` (`self` for this one), from
 /// /proc: `VmHWM`.
 pub fn peak_rss(pid: &str) -> Option<u64> {
+    status_bytes(pid, "VmHWM:")
+}
+
+/// Resident set size of process `pid` now, from /proc: `VmRSS`.
+pub fn rss(pid: &str) -> Option<u64> {
+    status_bytes(pid, "VmRSS:")
+}
+
+/// Start the peak RSS of process `pid` afresh from its RSS now (Linux
+/// 4.0 and later: `5` into `/proc/PID/clear_refs`); whether it could.
+pub fn reset_peak_rss(pid: &str) -> bool {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
+}
+
+/// The size in the line `field` of `/proc/PID/status` (in kB there).
+fn status_bytes(pid: &str, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
 
 /// `gantry apiserver` as a child process; its kubeconfig in `dir`.
-struct ApiServerProcess {
+pub(super) struct ApiServerProcess {
     child: Child,
-    kubeconfig: PathBuf,
+    /// Where it wrote its kubeconfig.
+    pub(super) kubeconfig: PathBuf,
 }
 
 impl ApiServerProcess {
-    fn start(gantry: &Path, dir: &Path) -> anyhow::Result<Self> {
+    /// Its peak RSS so far.
+    pub(super) fn peak_rss(&self) -> Option<u64> {
+        peak_rss(&self.child.id().to_string())
+    }
+
+    pub(super) fn start(gantry: &Path, dir: &Path) -> anyhow::Result<Self> {
         let kubeconfig = dir.join("kubeconfig");
         let child = Command::new(gantry)
             .args(["apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out"])
@@ -153,7 +175,7 @@ fn fanout_resource() -> ApiResource {
 
 /// Parents that are `Synced` with `observedGeneration` current and carry
 /// `value`. (The peer writes the same condition.)
-async fn converged(parents: &Api<DynamicObject>, value: &str) -> anyhow::Result<usize> {
+pub(super) async fn converged(parents: &Api<DynamicObject>, value: &str) -> anyhow::Result<usize> {
     let list = parents.list(&ListParams::default()).await?;
     Ok(list
         .items
@@ -241,9 +263,7 @@ pub async fn run(plan: &ConvergePlan, progress: impl Fn(&str)) -> anyhow::Result
             .delete(&namespace, &DeleteParams::background())
             .await;
     }
-    report.apiserver_peak_rss = server
-        .as_ref()
-        .and_then(|s| peak_rss(&s.child.id().to_string()));
+    report.apiserver_peak_rss = server.as_ref().and_then(ApiServerProcess::peak_rss);
     Ok(report)
 }
 
@@ -284,6 +304,7 @@ impl<P: Fn(&str)> Bench<'_, P> {
                 plan.peer.as_deref().expect("a peer binary"),
                 &launch,
                 &namespace,
+                "Fanout",
                 plan.children_per_parent,
                 plan.resync,
             )?,
@@ -513,7 +534,7 @@ impl<P: Fn(&str)> Bench<'_, P> {
 /// `component` with a custom section `payload` appended: the same code
 /// under another digest. (Four bytes of framing; a Wasm encoder library
 /// would add nothing here.)
-fn with_custom_section(component: &[u8], payload: &[u8]) -> Vec<u8> {
+pub(super) fn with_custom_section(component: &[u8], payload: &[u8]) -> Vec<u8> {
     const NAME: &[u8] = b"gantry";
     let size = 1 + NAME.len() + payload.len();
     assert!(size < 128, "one LEB128 byte of size");

@@ -6,6 +6,8 @@
 //!   HTTP webhook, at three parent sizes;
 //! - [`converge`]: N parents with K children each on an API server, until
 //!   every parent is Synced, then a resync and a spec change;
+//! - [`density`]: N operators in one cluster, each its own CRD: Gantry's
+//!   bindings in one process, the peer's one process each;
 //! - [`load`]: loading a plugin, compiled and precompiled;
 //! - [`chart`]: SVG charts of dispatch and convergence.
 
@@ -16,6 +18,7 @@
 pub mod chart;
 pub mod contender;
 pub mod converge;
+pub mod density;
 pub mod dispatch;
 pub mod load;
 

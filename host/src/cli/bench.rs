@@ -1,4 +1,5 @@
-//! `gantry bench dispatch`, `gantry bench load` and `gantry bench converge`.
+//! `gantry bench dispatch`, `gantry bench load`, `gantry bench converge` and
+//! `gantry bench density`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::exit;
-use crate::bench::{chart, converge, dispatch, load};
+use crate::bench::{chart, converge, density, dispatch, load};
 use crate::runtime::{Limits, Runtime};
 
 #[derive(Debug, Subcommand)]
@@ -18,6 +19,8 @@ pub enum BenchCommand {
     Load(LoadArgs),
     /// N parents with K children each, from creation to converged.
     Converge(ConvergeArgs),
+    /// N operators, each its own CRD, in one cluster: memory and CPU.
+    Density(DensityArgs),
 }
 
 #[derive(Debug, Args)]
@@ -103,11 +106,52 @@ pub struct ConvergeArgs {
     json: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct DensityArgs {
+    /// Operators, each with a CRD of its own.
+    #[arg(long, default_value_t = 10)]
+    operators: usize,
+    /// Parents of each operator.
+    #[arg(long, default_value_t = 100)]
+    parents_per_operator: usize,
+    /// ConfigMaps per parent.
+    #[arg(long, default_value_t = 3)]
+    children_per_parent: u32,
+    /// Reconciles at once per operator (Gantry's `--concurrency` is this
+    /// times the operators).
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Resync period of every operator, seconds.
+    #[arg(long, default_value_t = 30)]
+    resync_secs: u64,
+    /// Length of each steady window, seconds.
+    #[arg(long, default_value_t = 30)]
+    steady_secs: u64,
+    /// Operators added one at a time after the steady window, for the
+    /// memory one more adds.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
+    extra_operators: u16,
+    /// Give up on a phase after this many seconds.
+    #[arg(long, default_value_t = 1800)]
+    timeout_secs: u64,
+    /// Run against this cluster instead of starting `gantry apiserver`.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Run this peer after Gantry, one process per operator, on the same
+    /// plan and cluster (its binary is built on first use).
+    #[arg(long, value_enum)]
+    peer: Option<Peer>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
 pub fn run(command: BenchCommand) -> ExitCode {
     let result = match command {
         BenchCommand::Dispatch(args) => run_dispatch(&args),
         BenchCommand::Load(args) => run_load(&args),
         BenchCommand::Converge(args) => run_converge(&args),
+        BenchCommand::Density(args) => run_density(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -206,12 +250,7 @@ fn run_converge(args: &ConvergeArgs) -> anyhow::Result<()> {
         kubeconfig: args.kubeconfig.clone(),
         gantry: std::env::current_exe()?,
         plugin: crate::toolchain::example_plugin("fanout")?,
-        peer: match args.peer {
-            Some(Peer::ControllerRuntime) => Some(crate::bench::contender::build_peer(
-                &crate::toolchain::source_workspace_root(),
-            )?),
-            None => None,
-        },
+        peer: peer_binary(args.peer)?,
     };
     let runtime = super::tokio_runtime()?;
     let report = runtime.block_on(converge::run(&plan, |line| eprintln!("bench: {line}")))?;
@@ -223,6 +262,41 @@ fn run_converge(args: &ConvergeArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.chart {
         chart::convergence(&report, path)?;
         eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// The binary of `peer`, built now unless cached.
+fn peer_binary(peer: Option<Peer>) -> anyhow::Result<Option<PathBuf>> {
+    match peer {
+        Some(Peer::ControllerRuntime) => Ok(Some(crate::bench::contender::build_peer(
+            &crate::toolchain::source_workspace_root(),
+        )?)),
+        None => Ok(None),
+    }
+}
+
+fn run_density(args: &DensityArgs) -> anyhow::Result<()> {
+    let plan = density::DensityPlan {
+        operators: args.operators,
+        parents_per_operator: args.parents_per_operator,
+        children_per_parent: args.children_per_parent,
+        concurrency: args.concurrency,
+        resync: Duration::from_secs(args.resync_secs),
+        steady: Duration::from_secs(args.steady_secs),
+        extra_operators: usize::from(args.extra_operators),
+        phase_timeout: Duration::from_secs(args.timeout_secs),
+        kubeconfig: args.kubeconfig.clone(),
+        gantry: std::env::current_exe()?,
+        plugin: crate::toolchain::example_plugin("fanout")?,
+        peer: peer_binary(args.peer)?,
+    };
+    let runtime = super::tokio_runtime()?;
+    let report = runtime.block_on(density::run(&plan, |line| eprintln!("bench: {line}")))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", density::render(&report));
     }
     Ok(())
 }
