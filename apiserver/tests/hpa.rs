@@ -9,8 +9,8 @@ use futures::StreamExt;
 use gantry_test_support::raw::{json as send, json_ok as ok};
 use gantry_test_support::{Backend, Cluster, backends, kubectls};
 use k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
-use kube::api::{WatchEvent, WatchParams};
 use kube::Api;
+use kube::api::{WatchEvent, WatchParams};
 use serde_json::{Value, json};
 
 const V1: &str = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers";

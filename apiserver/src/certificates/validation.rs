@@ -97,7 +97,7 @@ fn signer_name(name: &str, out: &mut Vec<Cause>) {
         return;
     }
     let valid = name.split_once('/').is_some_and(|(domain, path)| {
-        crate::objects::meta::is_dns_subdomain(domain) && !path.is_empty()
+        crate::objects::names::is_dns1123_subdomain(domain) && !path.is_empty()
     });
     if !valid {
         out.push(Cause::new(

@@ -9,8 +9,6 @@ use std::time::Duration;
 
 use clap::{Arg, ArgAction, CommandFactory, Subcommand};
 
-use crate::binding::envelope::MAX_PLUGIN_BYTES;
-use crate::binding::limits::{MAX_DEADLINE_MS, MAX_MEMORY_MIB};
 use crate::capability::HttpSpec;
 use crate::capability::http::MAX_REDIRECTS;
 use crate::capability::metrics::{
@@ -20,6 +18,8 @@ use crate::capability::spec::{
     MAX_HTTP_BODY_BYTES, MAX_HTTP_REQUESTS_PER_CALL, MAX_HTTP_TIMEOUT_MS,
 };
 use crate::contract::{MAX_CONDITIONS, MAX_EVENTS};
+use crate::delivery::envelope::MAX_PLUGIN_BYTES;
+use crate::delivery::limits::{MAX_DEADLINE_MS, MAX_MEMORY_MIB};
 use crate::runtime::{
     CAPTURE_BYTES, CallError, Limits, MAX_CORE_INSTANCES, MAX_LOG_LINE, MAX_LOG_LINES,
     MAX_MEMORIES, MAX_RANDOM_BYTES, MAX_TABLES,
