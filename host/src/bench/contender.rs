@@ -166,17 +166,17 @@ impl Contender {
 
     /// Its peak resident set size so far, in bytes.
     pub fn peak_rss(&self) -> Option<u64> {
-        super::converge::peak_rss(&self.child.id().to_string())
+        peak_rss(self.child.id())
     }
 
     /// Start its peak RSS afresh from its RSS now; whether it could.
     pub fn reset_peak_rss(&self) -> bool {
-        super::converge::reset_peak_rss(&self.child.id().to_string())
+        reset_peak_rss(self.child.id())
     }
 
     /// Its resident set size now, in bytes.
     pub fn rss(&self) -> Option<u64> {
-        super::converge::rss(&self.child.id().to_string())
+        rss(self.child.id())
     }
 
     /// SIGTERM, and wait for it to exit (killed after `grace`).
@@ -269,6 +269,31 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
     let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
     #[allow(clippy::cast_precision_loss)] // ticks of a bench run are far below 2^52
     Some(ticks as f64 / 100.0)
+}
+
+/// Peak resident set size of process `pid`, from `/proc/PID/status`:
+/// `VmHWM`.
+pub(super) fn peak_rss(pid: u32) -> Option<u64> {
+    status_bytes(pid, "VmHWM:")
+}
+
+/// Resident set size of process `pid` now, from `/proc/PID/status`: `VmRSS`.
+fn rss(pid: u32) -> Option<u64> {
+    status_bytes(pid, "VmRSS:")
+}
+
+/// Start the peak RSS of process `pid` afresh from its RSS now (Linux
+/// 4.0 and later: `5` into `/proc/PID/clear_refs`); whether it could.
+fn reset_peak_rss(pid: u32) -> bool {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
+}
+
+/// The size in the line `field` of `/proc/PID/status` (in kB there).
+fn status_bytes(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// The peer binary, built (or found in its cache) by its `build.sh`.

@@ -103,31 +103,6 @@ pub struct ConvergeReport {
     pub timelines: Vec<Timeline>,
 }
 
-/// Peak resident set size of process `pid` (`self` for this one), from
-/// /proc: `VmHWM`.
-pub fn peak_rss(pid: &str) -> Option<u64> {
-    status_bytes(pid, "VmHWM:")
-}
-
-/// Resident set size of process `pid` now, from /proc: `VmRSS`.
-pub fn rss(pid: &str) -> Option<u64> {
-    status_bytes(pid, "VmRSS:")
-}
-
-/// Start the peak RSS of process `pid` afresh from its RSS now (Linux
-/// 4.0 and later: `5` into `/proc/PID/clear_refs`); whether it could.
-pub fn reset_peak_rss(pid: &str) -> bool {
-    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
-}
-
-/// The size in the line `field` of `/proc/PID/status` (in kB there).
-fn status_bytes(pid: &str, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
 /// `gantry apiserver` as a child process; its kubeconfig in `dir`.
 pub(super) struct ApiServerProcess {
     child: Child,
@@ -138,7 +113,7 @@ pub(super) struct ApiServerProcess {
 impl ApiServerProcess {
     /// Its peak RSS so far.
     pub(super) fn peak_rss(&self) -> Option<u64> {
-        peak_rss(&self.child.id().to_string())
+        super::contender::peak_rss(self.child.id())
     }
 
     pub(super) fn start(gantry: &Path, dir: &Path) -> anyhow::Result<Self> {
