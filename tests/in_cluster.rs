@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use gantry::dev::RustBuild;
 use gantry_test_support::NodeCluster;
 use gantry_tests::deployed::{
     POD_WAIT, Release, empty_dir, field, images, node, plugin_file, pod_peak_memory, pod_ready,
@@ -61,11 +60,10 @@ async fn crd(client: &Client, name: &str) {
 
 /// The chart values that install the memcached binding with its component.
 async fn memcached_values(dir: &std::path::Path) -> Vec<String> {
-    let component =
-        tokio::task::spawn_blocking(|| gantry::dev::build_example("memcached", RustBuild::WithAll))
-            .await
-            .unwrap()
-            .expect("memcached builds");
+    let component = tokio::task::spawn_blocking(|| gantry::dev::build_example("memcached"))
+        .await
+        .unwrap()
+        .expect("memcached builds");
     let file = plugin_file(dir, "memcached", &component);
     vec![
         "--set-file".into(),
@@ -209,7 +207,7 @@ async fn the_chart_runs_the_operator_which_runs_the_memcached_sample() {
         .get("memcached")
         .await
         .expect("the chart's binding");
-    let component = gantry::dev::build_example("memcached", RustBuild::WithAll).unwrap();
+    let component = gantry::dev::build_example("memcached").unwrap();
     let renewed = with_custom_section(&component, b"in-cluster swap");
     let renewed_cm =
         gantry::dev::binding_config_map("memcached", &release.namespace, "", &renewed, true)
@@ -508,11 +506,10 @@ const SLOW_CALL: Duration = Duration::from_secs(2);
 /// The chart values that add binding `slow`: Fanouts reconciled by the
 /// hostile plugin, each call blocking for [`SLOW_CALL`].
 async fn slow_fanout_values(dir: &std::path::Path) -> Vec<String> {
-    let component =
-        tokio::task::spawn_blocking(|| gantry::dev::build_example("hostile", RustBuild::WithAll))
-            .await
-            .unwrap()
-            .expect("the hostile plugin builds");
+    let component = tokio::task::spawn_blocking(|| gantry::dev::build_example("hostile"))
+        .await
+        .unwrap()
+        .expect("the hostile plugin builds");
     let plugin = plugin_file(dir, "slow", &component);
     let millis = u64::try_from(SLOW_CALL.as_millis()).unwrap();
     let binding = json!({
@@ -601,12 +598,11 @@ async fn helm_upgrade_with_a_fail_closed_policy_refuses_nothing() {
     )
     .await;
     release.ready_pods(2).await;
-    let component = tokio::task::spawn_blocking(|| {
-        gantry::dev::build_example("disallow-privileged", RustBuild::WithAll)
-    })
-    .await
-    .unwrap()
-    .unwrap();
+    let component =
+        tokio::task::spawn_blocking(|| gantry::dev::build_example("disallow-privileged"))
+            .await
+            .unwrap()
+            .unwrap();
     let apps = "ic-upgrade-apps";
     release.namespace(apps).await;
     let policy = format!(
@@ -749,11 +745,10 @@ async fn memory_with_a_thousand_parents_and_an_oom_kill_below_the_minimum() {
     let client = node().client().await;
     crd(&client, "fanout").await;
     let dir = tempfile::tempdir().unwrap();
-    let component =
-        tokio::task::spawn_blocking(|| gantry::dev::build_example("fanout", RustBuild::WithAll))
-            .await
-            .unwrap()
-            .unwrap();
+    let component = tokio::task::spawn_blocking(|| gantry::dev::build_example("fanout"))
+        .await
+        .unwrap()
+        .unwrap();
     let plugin = plugin_file(dir.path(), "fanout", &component);
     let binding = json!({
         "parent": {"apiVersion": "bench.gantry.dev/v1", "kind": "Fanout", "resource": "fanouts"},

@@ -413,6 +413,53 @@ async fn embedded_dev_keeps_its_kubeconfig_and_data_in_the_data_directory() {
     stop_dev(dev, dir.path(), "reset");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copied_binary_runs_dev_in_an_empty_directory_without_toolchains() {
+    // `gantry` copied out of the build, run from an empty directory with a
+    // fresh HOME and a PATH without cargo, rustup or Go: its examples are
+    // embedded, so nothing is built and no source tree is read.
+    let dir = tempfile::tempdir().unwrap();
+    let (bin, work, home) = (
+        dir.path().join("bin"),
+        dir.path().join("work"),
+        dir.path().join("home"),
+    );
+    for d in [&bin, &work, &home] {
+        std::fs::create_dir(d).unwrap();
+    }
+    let gantry = bin.join("gantry");
+    std::fs::copy(env!("CARGO_BIN_EXE_gantry"), &gantry).unwrap();
+    let dev = Process(
+        Command::new(&gantry)
+            .args(["--log-format", "text", "dev", "--no-simulate"])
+            .current_dir(&work)
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", "/usr/bin:/bin")
+            .stdout(std::fs::File::create(dir.path().join("copied.out")).unwrap())
+            .stderr(std::fs::File::create(dir.path().join("copied.log")).unwrap())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start the copied gantry dev"),
+    );
+    let ready = ready_output(dir.path(), "copied").await;
+    assert!(
+        ready.contains("ready: bindings backup-job, database, guestbook, memcached in service; admission policies disallow-privileged"),
+        "{ready}\n{}",
+        std::fs::read_to_string(dir.path().join("copied.log")).unwrap_or_default()
+    );
+    assert!(
+        home.join(".cache/gantry/dev/kubeconfig").is_file(),
+        "its data is under the fresh HOME"
+    );
+    assert_eq!(
+        std::fs::read_dir(&work).unwrap().count(),
+        0,
+        "nothing is written to the working directory"
+    );
+    stop_dev(dev, dir.path(), "copied");
+}
+
 /// A client of `gantry dev`'s embedded API server, from the kubeconfig in
 /// its data directory.
 async fn embedded_client(data: &std::path::Path) -> kube::Client {

@@ -1,12 +1,33 @@
-//! The host's top-level modules depend on each other one way: `delivery`
-//! on `runtime` only, `policy` on `delivery` and `runtime`, `controller` on
-//! `delivery` and `policy`, and `cli` is a leaf. Inside the controller, no
+//! Gantry's crates depend on each other one way, along the data path
+//! (Kubernetes helpers, then the sandbox, the operator, the authors'
+//! tools, the `gantry` command), and so do the modules inside each crate:
+//! no two modules of a crate reach each other. Inside the controller, no
 //! step of the reconcile path depends on the step that calls it, and only
 //! the reconcile records what the children's writes did in the ledger.
-//! Read from the sources, so a `use` that reaches back fails here.
+//! Read from the manifests and the sources, so an edge that reaches back
+//! fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+/// The workspace root.
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The crates of Gantry, by directory, in the order they may depend on
+/// each other: each only on those before it.
+const CRATES: &[(&str, &str)] = &[
+    ("gantry-kube", "kube-support"),
+    ("gantry-toolchain", "toolchain"),
+    ("gantry-sandbox", "sandbox"),
+    ("gantry-operator", "operator"),
+    ("gantry-dev-tools", "dev-tools"),
+    ("gantry", "host"),
+];
 
 /// Every `.rs` file under `dir`.
 fn sources(dir: &Path) -> Vec<PathBuf> {
@@ -22,9 +43,103 @@ fn sources(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The top-level modules each top-level module names as `crate::<module>`.
-fn edges() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The normal (not dev, not build) dependencies of the package whose
+/// manifest is `dir/Cargo.toml`, by name.
+fn dependencies(dir: &str) -> BTreeSet<String> {
+    let manifest = std::fs::read_to_string(workspace().join(dir).join("Cargo.toml")).unwrap();
+    let mut in_dependencies = false;
+    let mut names = BTreeSet::new();
+    for line in manifest.lines() {
+        if line.starts_with('[') {
+            in_dependencies = line == "[dependencies]";
+        } else if in_dependencies
+            && let Some((name, _)) = line.split_once('=')
+            && !line.starts_with('#')
+        {
+            names.insert(name.trim().trim_end_matches(".workspace").to_string());
+        }
+    }
+    names
+}
+
+#[test]
+fn crates_depend_on_those_before_them_only() {
+    let gantry: BTreeSet<&str> = CRATES.iter().map(|(name, _)| *name).collect();
+    for (index, (name, dir)) in CRATES.iter().enumerate() {
+        let before: BTreeSet<&str> = CRATES[..index].iter().map(|(n, _)| *n).collect();
+        for dependency in dependencies(dir) {
+            if gantry.contains(dependency.as_str()) {
+                assert!(
+                    before.contains(dependency.as_str()),
+                    "{name} depends on {dependency}, which comes after it"
+                );
+            }
+        }
+    }
+    // What a cluster runs carries no dev fixtures.
+    for (name, dir) in &CRATES[..4] {
+        let dependencies = dependencies(dir);
+        for fixture in [
+            "gantry-apiserver",
+            "plotters",
+            "memcached",
+            "gantry-dev-tools",
+        ] {
+            assert!(
+                !dependencies.contains(fixture),
+                "{name} depends on {fixture}"
+            );
+        }
+    }
+    assert!(
+        dependencies("toolchain")
+            .iter()
+            .all(|d| !d.starts_with("wasmtime") && d != "kube"),
+        "gantry-toolchain is a build dependency: no wasmtime, no kube"
+    );
+}
+
+/// The names a use of `crate::` starts with at `text[at..]`: one, or
+/// each first segment of a `crate::{a, b::c}` group.
+fn named_after(text: &str, at: usize) -> Vec<String> {
+    let rest = &text[at..];
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    if let Some(group) = rest.strip_prefix('{') {
+        let mut names = Vec::new();
+        let mut depth = 0;
+        let mut item_start = true;
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => break,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    item_start = true;
+                    continue;
+                }
+                _ => {}
+            }
+            if item_start && !c.is_whitespace() {
+                names.push(ident(&group[i..]));
+                item_start = false;
+            }
+        }
+        names
+    } else {
+        vec![ident(rest)]
+    }
+}
+
+/// The top-level modules of the crate in `dir`, each with the top-level
+/// modules it names (`crate::<module>`, or `super::<module>` from a
+/// top-level file).
+fn edges(dir: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let src = workspace().join(dir).join("src");
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in sources(&src) {
         let relative = file.strip_prefix(&src).unwrap();
@@ -36,17 +151,34 @@ fn edges() -> BTreeMap<String, BTreeSet<String>> {
             .to_string_lossy()
             .trim_end_matches(".rs")
             .to_string();
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let top_file = relative.components().count() == 1
+            || relative.file_name().is_some_and(|n| n == "mod.rs")
+                && relative.components().count() == 2;
         let text = std::fs::read_to_string(&file).unwrap();
         let uses = graph.entry(module.clone()).or_default();
-        for (i, _) in text.match_indices("crate::") {
-            let name: String = text[i + "crate::".len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() && name != module {
-                uses.insert(name);
+        let mut prefixes = vec!["crate::"];
+        if top_file {
+            prefixes.push("super::");
+        }
+        for prefix in prefixes {
+            for (i, _) in text.match_indices(prefix) {
+                if prefix == "super::" && text[..i].ends_with("super::") {
+                    continue;
+                }
+                for name in named_after(&text, i + prefix.len()) {
+                    if !name.is_empty() && name != module && name != "self" {
+                        uses.insert(name);
+                    }
+                }
             }
         }
+    }
+    let modules: BTreeSet<String> = graph.keys().cloned().collect();
+    for uses in graph.values_mut() {
+        uses.retain(|name| modules.contains(name));
     }
     graph
 }
@@ -68,66 +200,43 @@ fn reaches(graph: &BTreeMap<String, BTreeSet<String>>, from: &str, to: &str) -> 
 }
 
 #[test]
-fn modules_depend_on_each_other_one_way() {
-    let graph = edges();
-    let allowed = |module: &str, deps: &[&str]| {
-        let uses = &graph[module];
-        let extra: Vec<&String> = uses
-            .iter()
-            .filter(|u| !deps.contains(&u.as_str()))
-            .collect();
-        assert!(
-            extra.is_empty(),
-            "{module} uses {extra:?}; it may use only {deps:?}"
-        );
-    };
-    allowed("delivery", &["recorder", "runtime", "tls"]);
-    allowed("capability", &["contract", "tls"]);
-    allowed("policy", &["delivery", "recorder", "runtime", "webhook"]);
-    allowed(
-        "conversion",
-        &["delivery", "recorder", "runtime", "webhook"],
-    );
-    allowed("webhook", &[]);
-    for module in [
-        "controller",
-        "policy",
-        "conversion",
-        "webhook",
-        "delivery",
-        "bench",
-        "dev",
-        "manifest",
-    ] {
-        assert!(
-            !graph[module].contains("cli"),
-            "{module} uses cli, which is a leaf"
-        );
-    }
-    let core = [
-        "controller",
-        "policy",
-        "conversion",
-        "webhook",
-        "delivery",
-        "cli",
-        "bench",
-        "dev",
-    ];
-    for a in core {
-        for b in core {
-            assert!(
-                a == b || !(reaches(&graph, a, b) && reaches(&graph, b, a)),
-                "{a} and {b} depend on each other"
-            );
+fn the_modules_of_every_crate_depend_on_each_other_one_way() {
+    for (name, dir) in CRATES {
+        let graph = edges(dir);
+        for a in graph.keys() {
+            for b in graph.keys() {
+                assert!(
+                    a >= b || !(reaches(&graph, a, b) && reaches(&graph, b, a)),
+                    "in {name}, {a} and {b} depend on each other"
+                );
+            }
         }
     }
+    // The path through the sandbox: the contract knows nothing of the
+    // runtime that calls it.
+    let sandbox = edges("sandbox");
+    assert!(sandbox["runtime"].contains("contract"));
+    assert!(!reaches(&sandbox, "contract", "runtime"));
+    let operator = edges("operator");
+    assert!(operator["controller"].contains("rbac"));
+    assert!(operator["controller"].contains("delivery"));
+    assert!(!reaches(&operator, "delivery", "controller"));
+    let tools = edges("dev-tools");
+    assert!(tools["dev"].contains("publish"));
+    assert!(tools["bench"].contains("dev"));
+}
+
+#[test]
+fn the_module_graph_sees_grouped_imports() {
+    let text = "use crate::{error, limits::Limits, nested::{a, b}};";
+    let at = text.find("crate::").unwrap() + "crate::".len();
+    assert_eq!(named_after(text, at), ["error", "limits", "nested"]);
 }
 
 /// The modules of `controller/` each of them names, as `super::<module>`
 /// (`super::super::<module>` one level down) or `crate::controller::<module>`.
 fn controller_edges() -> BTreeMap<String, BTreeSet<String>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/controller");
+    let dir = workspace().join("operator/src/controller");
     let modules: BTreeSet<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -196,7 +305,7 @@ fn the_reconcile_path_never_reaches_back() {
 
 #[test]
 fn applying_children_leaves_the_ledger_to_the_reconcile() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/controller");
+    let src = workspace().join("operator/src/controller");
     for file in sources(&src) {
         let text = std::fs::read_to_string(&file).unwrap();
         let relative = file.strip_prefix(&src).unwrap();

@@ -10,7 +10,7 @@ pub mod hpa;
 pub mod initial_status;
 pub mod lifecycle;
 pub mod meta;
-pub mod names;
+pub use gantry_kube::names;
 pub mod qos;
 pub mod quantity;
 pub mod validation;

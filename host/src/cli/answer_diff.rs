@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use similar::TextDiff;
 
-use crate::controller::rollout::Answer;
+use gantry_operator::controller::rollout::Answer;
 
 /// The comparison of two answers for one parent.
 #[derive(Debug, Default, PartialEq)]

@@ -8,7 +8,8 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{exit, fail, tokio_runtime};
-use crate::publish::{self, Answer, Document, Publication, config_map, place};
+use gantry_dev_tools::publish::{self, Answer, Publication, config_map, place};
+use gantry_operator::document::Document;
 
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
@@ -55,7 +56,7 @@ pub struct CrdArgs {
 
 /// `gantry plugin crd`: print the project's CRDs as YAML.
 pub fn crd(args: &CrdArgs) -> ExitCode {
-    match crate::toolchain::crd::of_project(&args.path) {
+    match gantry_toolchain::crd::of_project(&args.path) {
         Ok(crds) if crds.is_empty() => fail(
             exit::OTHER,
             &format!(
@@ -186,7 +187,7 @@ fn prepare(args: &ApplyArgs) -> Result<Prepared, Stop> {
                 &document,
                 &document_path,
                 path,
-                &crate::runtime::digest(&bytes),
+                &gantry_sandbox::runtime::digest(&bytes),
             )?;
             None
         } else {
@@ -194,13 +195,13 @@ fn prepare(args: &ApplyArgs) -> Result<Prepared, Stop> {
         }
     };
     let digest = match &component {
-        Some(bytes) => Some(crate::runtime::digest(bytes)),
+        Some(bytes) => Some(gantry_sandbox::runtime::digest(bytes)),
         None => document.pinned_sha256().map(str::to_string),
     };
     let crds = if args.crd.is_empty() {
         match (project, &document) {
             (Some(dir), Document::Binding { .. } | Document::Converter { .. }) => {
-                crate::toolchain::crd::of_project(dir).map_err(Stop::failed)?
+                gantry_toolchain::crd::of_project(dir).map_err(Stop::failed)?
             }
             _ => Vec::new(),
         }
@@ -307,7 +308,7 @@ async fn config_map(
 fn read_crds(paths: &[PathBuf]) -> anyhow::Result<Vec<serde_json::Value>> {
     let mut crds = Vec::new();
     for path in paths {
-        crds.extend(crate::manifest::read_objects(Path::new(path))?);
+        crds.extend(gantry_toolchain::manifest::read_objects(Path::new(path))?);
     }
     Ok(crds)
 }

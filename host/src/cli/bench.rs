@@ -8,8 +8,8 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::exit;
-use crate::bench::{chart, converge, density, dispatch, load};
-use crate::runtime::{Limits, Runtime};
+use gantry_dev_tools::bench::{chart, converge, density, dispatch, load};
+use gantry_sandbox::runtime::{Limits, Runtime};
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
@@ -167,7 +167,7 @@ fn run_dispatch(args: &DispatchArgs) -> anyhow::Result<()> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let runtime = Runtime::with_defaults()?;
     let load = |name: &str| -> anyhow::Result<_> {
-        let bytes = crate::toolchain::example_plugin(name)?;
+        let bytes = gantry_toolchain::example_plugin(name)?;
         Ok(runtime.load_reconciler(name, &bytes)?)
     };
     let plugin = load("memcached")?;
@@ -210,8 +210,8 @@ fn polyglot_memcached() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     ]
     .into_iter()
     .map(|name| {
-        let dir = crate::dev::example_dir(name);
-        let path = crate::toolchain::build_any(&dir, &crate::toolchain::BuildOptions::default())?;
+        let dir = gantry_dev_tools::dev::example_dir(name);
+        let path = gantry_toolchain::build_any(&dir, &gantry_toolchain::BuildOptions::default())?;
         Ok((name.to_string(), std::fs::read(&path)?))
     })
     .collect()
@@ -220,7 +220,7 @@ fn polyglot_memcached() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
 fn run_load(args: &LoadArgs) -> anyhow::Result<()> {
     let mut plugins = ["memcached", "fanout"]
         .into_iter()
-        .map(|name| Ok((name.to_string(), crate::toolchain::example_plugin(name)?)))
+        .map(|name| Ok((name.to_string(), gantry_toolchain::example_plugin(name)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     if args.polyglot {
         plugins.extend(polyglot_memcached()?);
@@ -234,7 +234,7 @@ fn run_load(args: &LoadArgs) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        print!("{}", crate::bench::render_plain(&rows));
+        print!("{}", gantry_dev_tools::bench::render_plain(&rows));
     }
     Ok(())
 }
@@ -249,7 +249,7 @@ fn run_converge(args: &ConvergeArgs) -> anyhow::Result<()> {
         trap_percent: args.trap_percent,
         kubeconfig: args.kubeconfig.clone(),
         gantry: std::env::current_exe()?,
-        plugin: crate::toolchain::example_plugin("fanout")?,
+        plugin: gantry_toolchain::example_plugin("fanout")?,
         peer: peer_binary(args.peer)?,
     };
     let runtime = super::tokio_runtime()?;
@@ -269,8 +269,8 @@ fn run_converge(args: &ConvergeArgs) -> anyhow::Result<()> {
 /// The binary of `peer`, built now unless cached.
 fn peer_binary(peer: Option<Peer>) -> anyhow::Result<Option<PathBuf>> {
     match peer {
-        Some(Peer::ControllerRuntime) => Ok(Some(crate::bench::contender::build_peer(
-            &crate::toolchain::source_workspace_root(),
+        Some(Peer::ControllerRuntime) => Ok(Some(gantry_dev_tools::bench::contender::build_peer(
+            &gantry_toolchain::source_workspace_root(),
         )?)),
         None => Ok(None),
     }
@@ -288,7 +288,7 @@ fn run_density(args: &DensityArgs) -> anyhow::Result<()> {
         phase_timeout: Duration::from_secs(args.timeout_secs),
         kubeconfig: args.kubeconfig.clone(),
         gantry: std::env::current_exe()?,
-        plugin: crate::toolchain::example_plugin("fanout")?,
+        plugin: gantry_toolchain::example_plugin("fanout")?,
         peer: peer_binary(args.peer)?,
     };
     let runtime = super::tokio_runtime()?;

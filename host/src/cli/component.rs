@@ -5,11 +5,11 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::toolchain::{self, BuildOptions};
+use gantry_toolchain::{self as toolchain, BuildOptions};
 
 /// Pull the component of an `oci://` reference (through the plugin cache).
 fn pull(reference: &str) -> anyhow::Result<(String, Vec<u8>)> {
-    let source = crate::delivery::source::SourceSpec {
+    let source = gantry_operator::delivery::source::SourceSpec {
         url: None,
         oci: Some(reference.to_string()),
         insecure: false,
@@ -19,8 +19,8 @@ fn pull(reference: &str) -> anyhow::Result<(String, Vec<u8>)> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let fetched =
-        runtime.block_on(crate::delivery::source::Fetcher::default().fetch(&source, None))?;
+    let fetched = runtime
+        .block_on(gantry_operator::delivery::source::Fetcher::default().fetch(&source, None))?;
     eprintln!(
         "pulled {} (sha256 {})",
         fetched.resolved.as_deref().unwrap_or(reference),

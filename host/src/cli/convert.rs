@@ -10,9 +10,9 @@ use clap::{Args, Subcommand};
 
 use super::component::component;
 use super::{call_failed, exit, fail};
-use crate::conversion::{convert_with, review, shadow};
-use crate::manifest::read_objects;
-use crate::runtime::Limits;
+use gantry_operator::conversion::{convert_with, review, shadow};
+use gantry_sandbox::limits::Limits;
+use gantry_toolchain::manifest::read_objects;
 
 #[derive(Debug, Subcommand)]
 pub enum ConvertCommand {

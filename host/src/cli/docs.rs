@@ -9,18 +9,18 @@ use std::time::Duration;
 
 use clap::{Arg, ArgAction, CommandFactory, Subcommand};
 
-use crate::capability::HttpSpec;
-use crate::capability::http::MAX_REDIRECTS;
-use crate::capability::metrics::{
+use gantry_operator::delivery::envelope::MAX_PLUGIN_BYTES;
+use gantry_operator::delivery::limits::{MAX_DEADLINE_MS, MAX_MEMORY_MIB};
+use gantry_sandbox::capability::HttpSpec;
+use gantry_sandbox::capability::http::MAX_REDIRECTS;
+use gantry_sandbox::capability::metrics::{
     MAX_LABEL_VALUE, MAX_LABELS, MAX_NAME_LEN, MAX_SERIES_PER_BINDING,
 };
-use crate::capability::spec::{
+use gantry_sandbox::capability::spec::{
     MAX_HTTP_BODY_BYTES, MAX_HTTP_REQUESTS_PER_CALL, MAX_HTTP_TIMEOUT_MS,
 };
-use crate::contract::{MAX_CONDITIONS, MAX_EVENTS};
-use crate::delivery::envelope::MAX_PLUGIN_BYTES;
-use crate::delivery::limits::{MAX_DEADLINE_MS, MAX_MEMORY_MIB};
-use crate::runtime::{
+use gantry_sandbox::contract::{MAX_CONDITIONS, MAX_EVENTS};
+use gantry_sandbox::runtime::{
     CAPTURE_BYTES, CallError, Limits, MAX_CORE_INSTANCES, MAX_LOG_LINE, MAX_LOG_LINES,
     MAX_MEMORIES, MAX_RANDOM_BYTES, MAX_TABLES,
 };

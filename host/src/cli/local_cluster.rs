@@ -11,9 +11,9 @@ use anyhow::Context as _;
 use gantry_apiserver::registry::Registry;
 use serde_json::Value;
 
-use crate::controller::ReconcileError;
-use crate::controller::guardrails::{self, Rules};
-use crate::controller::spec::{BindingSpec, KindRef};
+use gantry_operator::controller::ReconcileError;
+use gantry_operator::controller::guardrails::{self, Rules};
+use gantry_operator::controller::spec::{BindingSpec, KindRef};
 
 /// The kinds a local run knows: every built-in kind, and the CRDs given.
 pub struct LocalCluster {
@@ -183,7 +183,7 @@ impl RunChecks {
             Some(path) => {
                 let text = std::fs::read_to_string(&path)
                     .with_context(|| format!("reading {}", path.display()))?;
-                let spec = crate::controller::spec::parse_spec(&text)
+                let spec = gantry_operator::controller::spec::parse_spec(&text)
                     .with_context(|| format!("{} is not a valid binding", path.display()))?;
                 Some((path, spec))
             }
@@ -191,14 +191,14 @@ impl RunChecks {
         };
         let crds = if crds.is_empty() {
             match project {
-                Some(dir) => crate::toolchain::crd::of_project(dir)
+                Some(dir) => gantry_toolchain::crd::of_project(dir)
                     .with_context(|| format!("reading the CRDs of {}", dir.display()))?,
                 None => Vec::new(),
             }
         } else {
             let mut read = Vec::new();
             for path in crds {
-                read.extend(crate::manifest::read_objects(path)?);
+                read.extend(gantry_toolchain::manifest::read_objects(path)?);
             }
             read
         };

@@ -7,27 +7,44 @@
 //! built, published or applied; `plugin test`: 1 a case failed (see
 //! [`exit`]).
 
-mod answer_diff;
-mod apply;
-mod bench;
-mod component;
-mod convert;
+// What runs in a cluster: every build has these.
 pub mod docs;
-mod local_cluster;
 mod operator;
-mod plugin;
-mod plugin_serve;
-mod plugin_test;
-mod policy;
 mod rbac;
-mod rollout;
 mod webhook;
+
+// The tools of plugin authors (feature `dev-tools`, on by default; the
+// image is built without it).
+#[cfg(feature = "dev-tools")]
+mod answer_diff;
+#[cfg(feature = "dev-tools")]
+mod apply;
+#[cfg(feature = "dev-tools")]
+mod bench;
+#[cfg(feature = "dev-tools")]
+mod component;
+#[cfg(feature = "dev-tools")]
+mod convert;
+#[cfg(feature = "dev-tools")]
+mod dev;
+#[cfg(feature = "dev-tools")]
+mod local_cluster;
+#[cfg(feature = "dev-tools")]
+mod plugin;
+#[cfg(feature = "dev-tools")]
+mod plugin_serve;
+#[cfg(feature = "dev-tools")]
+mod plugin_test;
+#[cfg(feature = "dev-tools")]
+mod policy;
+#[cfg(feature = "dev-tools")]
+mod rollout;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::telemetry::LogFormat;
+use gantry_operator::telemetry::LogFormat;
 
 /// Kubernetes operators with reconcile logic in sandboxed WebAssembly.
 #[derive(Debug, Parser)]
@@ -50,27 +67,36 @@ pub struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of its largest variant costs nothing
+// (without `dev-tools`, `run`'s arguments are much the largest).
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Build, run and benchmark plugins locally.
+    #[cfg(feature = "dev-tools")]
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
     /// Run and benchmark admission policies locally.
+    #[cfg(feature = "dev-tools")]
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
     /// Run CRD converter plugins locally.
+    #[cfg(feature = "dev-tools")]
     #[command(subcommand)]
     Convert(convert::ConvertCommand),
     /// Run the operator against a cluster (kubeconfig or in-cluster).
     Run(operator::RunArgs),
     /// Run everything on this machine: the embedded API server, the example
     /// CRDs, bindings and objects, and the operator.
-    Dev(operator::DevArgs),
+    #[cfg(feature = "dev-tools")]
+    Dev(dev::DevArgs),
     /// Serve the embedded, kubectl-compatible Kubernetes API server.
+    #[cfg(feature = "dev-tools")]
     Apiserver(gantry_apiserver::ApiServerArgs),
     /// Print the least-privilege RBAC the given or installed bindings need.
     Rbac(rbac::RbacArgs),
     /// Benchmarks: call dispatch cost, convergence at scale.
+    #[cfg(feature = "dev-tools")]
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     /// Print a reference page of the book, generated from the code.
@@ -80,6 +106,7 @@ enum Command {
 
 /// Where the local commands (`plugin run|bench`, `policy run|bench`) cache
 /// compiled plugins.
+#[cfg(feature = "dev-tools")]
 #[derive(Debug, clap::Args)]
 pub struct CompileCacheArgs {
     /// Where compiled plugins are cached (default: the user's cache dir).
@@ -90,17 +117,18 @@ pub struct CompileCacheArgs {
     no_cache: bool,
 }
 
+#[cfg(feature = "dev-tools")]
 impl CompileCacheArgs {
     /// A plugin runtime with this compile cache.
-    pub fn runtime(&self) -> anyhow::Result<crate::runtime::Runtime> {
+    pub fn runtime(&self) -> anyhow::Result<gantry_sandbox::runtime::Runtime> {
         let cache_dir = if self.no_cache {
             None
         } else {
             self.cache_dir
                 .clone()
-                .or_else(crate::runtime::default_compile_cache_dir)
+                .or_else(gantry_sandbox::runtime::default_compile_cache_dir)
         };
-        crate::runtime::Runtime::new(crate::runtime::RuntimeSettings {
+        gantry_sandbox::runtime::Runtime::new(gantry_sandbox::runtime::RuntimeSettings {
             cache_dir,
             ..Default::default()
         })
@@ -115,8 +143,9 @@ fn fail(code: u8, error: &dyn std::fmt::Display) -> ExitCode {
 
 /// Print why a plugin call failed and exit with the code that says whose
 /// fault it was: the plugin's own error, the sandbox, or the host.
-fn call_failed(error: &crate::runtime::CallError) -> ExitCode {
-    use crate::runtime::CallError;
+#[cfg(feature = "dev-tools")]
+fn call_failed(error: &gantry_sandbox::error::CallError) -> ExitCode {
+    use gantry_sandbox::error::CallError;
     let code = call_exit_code(error);
     let retry = match error {
         CallError::Plugin(e) if e.retryable => " (retryable)",
@@ -128,8 +157,8 @@ fn call_failed(error: &crate::runtime::CallError) -> ExitCode {
 
 /// The exit code of a failed plugin call: the plugin's own error, the
 /// sandbox's, or the host's.
-fn call_exit_code(error: &crate::runtime::CallError) -> u8 {
-    use crate::runtime::CallError;
+fn call_exit_code(error: &gantry_sandbox::error::CallError) -> u8 {
+    use gantry_sandbox::error::CallError;
     match error {
         CallError::Plugin(_) => exit::PLUGIN_ERROR,
         CallError::Host(_) => exit::OTHER,
@@ -186,10 +215,10 @@ pub const ALLOCATOR: Allocator = std::alloc::System;
 /// run. Every binary that is `gantry` calls this from its `main`.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let export = crate::telemetry::TraceExport {
+    let export = gantry_operator::telemetry::TraceExport {
         otlp_endpoint: cli.otlp_endpoint.clone(),
     };
-    let _telemetry = match crate::telemetry::init(cli.log_format, &export) {
+    let _telemetry = match gantry_operator::telemetry::init(cli.log_format, &export) {
         Ok(guard) => guard,
         Err(e) => {
             eprintln!("error: setting up telemetry: {e:#}");
@@ -202,12 +231,18 @@ pub fn main() -> ExitCode {
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
+        #[cfg(feature = "dev-tools")]
         Command::Plugin(command) => plugin::run(command),
+        #[cfg(feature = "dev-tools")]
         Command::Policy(command) => policy::run(command),
+        #[cfg(feature = "dev-tools")]
         Command::Convert(command) => convert::run(command),
         Command::Run(args) => operator::run(&args),
-        Command::Dev(args) => operator::dev(args),
-        Command::Apiserver(args) => operator::apiserver(args),
+        #[cfg(feature = "dev-tools")]
+        Command::Dev(args) => dev::run(args),
+        #[cfg(feature = "dev-tools")]
+        Command::Apiserver(args) => dev::apiserver(args),
+        #[cfg(feature = "dev-tools")]
         Command::Bench(command) => bench::run(command),
         Command::Rbac(args) => rbac::run(&args),
         Command::Docs(command) => docs::run(&command),

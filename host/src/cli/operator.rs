@@ -9,10 +9,10 @@ use anyhow::Context;
 use clap::Args;
 
 use super::{exit, tokio_runtime};
-use crate::controller::leader::{LeaderElector, LeaseConfig};
-use crate::controller::shard::Shard;
-use crate::controller::{Metrics, OperatorOptions, run_operator};
-use crate::runtime::{Runtime, RuntimeSettings, user_cache_dir};
+use gantry_operator::controller::leader::{LeaderElector, LeaseConfig};
+use gantry_operator::controller::shard::Shard;
+use gantry_operator::controller::{Metrics, OperatorOptions, run_operator};
+use gantry_sandbox::runtime::{Runtime, RuntimeSettings};
 
 /// Operator flags shared by `run` and `dev`.
 #[derive(Debug, Args)]
@@ -58,8 +58,8 @@ pub struct OperatorArgs {
     /// namespaces (comma-separated), which needs only a Role in each;
     /// default: every namespace. Cluster-scoped kinds are watched
     /// cluster-wide either way.
-    #[arg(long, env = "GANTRY_WATCH_NAMESPACES", value_parser = crate::controller::scope::WatchScope::parse, default_value = "")]
-    watch_namespaces: crate::controller::scope::WatchScope,
+    #[arg(long, env = "GANTRY_WATCH_NAMESPACES", value_parser = gantry_operator::watch_scope::WatchScope::parse, default_value = "")]
+    watch_namespaces: gantry_operator::watch_scope::WatchScope,
     #[command(flatten)]
     webhook: super::webhook::WebhookArgs,
     /// Where plugins fetched from URLs and OCI registries are cached, by
@@ -69,23 +69,24 @@ pub struct OperatorArgs {
 }
 
 impl OperatorArgs {
-    fn webhook_configuration_name(&self) -> &str {
+    #[cfg(feature = "dev-tools")]
+    pub(super) fn webhook_configuration_name(&self) -> &str {
         self.webhook.configuration_name()
     }
 
-    fn options(&self) -> OperatorOptions {
+    pub(super) fn options(&self) -> OperatorOptions {
         let shard = Shard::new(self.shard_index, self.shard_count).unwrap_or_default();
         OperatorOptions {
             shard,
             namespace: self.namespace.clone(),
             concurrency: self.concurrency,
             reconcile_timeout: Duration::from_secs(self.reconcile_timeout_secs),
-            plugin_sources: crate::delivery::source::FetchSettings {
+            plugin_sources: gantry_operator::delivery::source::FetchSettings {
                 cache_dir: self
                     .plugin_cache_dir
                     .clone()
-                    .or(crate::delivery::source::FetchSettings::default().cache_dir),
-                ..crate::delivery::source::FetchSettings::default()
+                    .or(gantry_operator::delivery::source::FetchSettings::default().cache_dir),
+                ..gantry_operator::delivery::source::FetchSettings::default()
             },
             watch_scope: self.watch_namespaces.clone(),
             ..OperatorOptions::default()
@@ -102,49 +103,12 @@ pub struct RunArgs {
     operator: OperatorArgs,
 }
 
-#[derive(Debug, Args)]
-pub struct DevArgs {
-    /// Where the embedded API server keeps its data (default: the user's
-    /// cache dir, gantry/dev).
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// Address of the embedded API server.
-    #[arg(long, default_value = "127.0.0.1:0")]
-    listen: std::net::SocketAddr,
-    /// Do not create the sample Memcached, Database and Guestbook.
-    #[arg(long)]
-    no_samples: bool,
-    /// Start over: the examples and samples go in again over your changes
-    /// (and, on the embedded API server, everything else in it is deleted).
-    /// Without it, a start after the first leaves what you changed or
-    /// deleted as it is.
-    #[arg(long)]
-    reset: bool,
-    /// Run against this existing cluster (kind, k3d, a real one) instead of
-    /// the embedded API server. Its API server must reach the webhooks on
-    /// this machine's loopback address, or set --webhook-url.
-    #[arg(long, conflicts_with_all = ["data_dir", "listen"])]
-    kubeconfig: Option<PathBuf>,
-    /// Do not simulate workloads on the embedded API server. By default a
-    /// simulated Node "runs" every Pod (no container starts): Deployments,
-    /// ReplicaSets, StatefulSets, Jobs and each DaemonSet get their Pods and
-    /// status as on a healthy cluster.
-    #[arg(long, conflicts_with = "kubeconfig")]
-    no_simulate: bool,
-    /// Milliseconds a simulated Pod stays Pending before it is Running and
-    /// Ready (and a Job's Pod runs before it succeeds).
-    #[arg(long, default_value_t = 500, conflicts_with = "kubeconfig")]
-    simulate_pod_ready_ms: u64,
-    #[command(flatten)]
-    operator: OperatorArgs,
-}
-
 /// Wait until this replica is ready (bindings loaded, caches synced) before
 /// it asks for the Lease, so that a released Lease goes to a warm standby
 /// rather than to a replica that has just started; but no longer than
 /// `bound`, so that a replica that cannot get ready (a cache that never
 /// syncs) still leads when no other replica does.
-async fn ready_to_lead(readiness: &crate::controller::Readiness, bound: Duration) {
+async fn ready_to_lead(readiness: &gantry_operator::controller::Readiness, bound: Duration) {
     let deadline = tokio::time::Instant::now() + bound;
     while !readiness.report().0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -169,14 +133,14 @@ pub async fn shutdown_signal() {
 }
 
 fn plugin_runtime() -> anyhow::Result<Runtime> {
-    let cache_dir = crate::runtime::default_compile_cache_dir();
+    let cache_dir = gantry_sandbox::runtime::default_compile_cache_dir();
     Runtime::new(RuntimeSettings {
         cache_dir,
         ..RuntimeSettings::default()
     })
 }
 
-fn finish(result: anyhow::Result<()>) -> ExitCode {
+pub(super) fn finish(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -188,7 +152,9 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
 
 /// The configuration of `kubeconfig`, or the inferred one ($KUBECONFIG,
 /// ~/.kube/config, in-cluster).
-async fn cluster_config(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Config> {
+pub(super) async fn cluster_config(
+    kubeconfig: Option<&std::path::Path>,
+) -> anyhow::Result<kube::Config> {
     Ok(match kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -222,199 +188,13 @@ pub fn run(args: &RunArgs) -> ExitCode {
     }))
 }
 
-pub fn dev(args: DevArgs) -> ExitCode {
-    finish(tokio_runtime().and_then(|rt| rt.block_on(dev_async(args))))
-}
-
-async fn dev_async(args: DevArgs) -> anyhow::Result<()> {
-    let components = build_dev_components().await?;
-    println!(
-        "gantry dev: stand-in backup service for the backup-job example at {}",
-        crate::dev::backup_service::origin()?
-    );
-    match &args.kubeconfig {
-        Some(kubeconfig) => {
-            let client = cluster_client(Some(kubeconfig)).await?;
-            let version = client
-                .apiserver_version()
-                .await
-                .with_context(|| format!("reaching the cluster of {}", kubeconfig.display()))?;
-            let expected = install_dev(&client, &args, components).await?;
-            println!(
-                "gantry dev: cluster of {} (Kubernetes {})",
-                kubeconfig.display(),
-                version.git_version
-            );
-            println!("gantry dev: export KUBECONFIG={}", kubeconfig.display());
-            print_try_line();
-            let config = cluster_config(Some(kubeconfig)).await?;
-            operate(&config, &args.operator, ["127.0.0.1:0"; 2], Some(expected)).await
-        }
-        None => Box::pin(dev_embedded(&args, components)).await,
-    }
-}
-
-/// The components of the examples `gantry dev` installs, by name: each
-/// Rust crate built alone, Guestbook with Go. Says so when that takes a
-/// while (the first time, or after a change).
-async fn build_dev_components() -> anyhow::Result<Vec<(&'static str, Vec<u8>)>> {
-    let mut building = tokio::task::spawn_blocking(|| {
-        crate::dev::EXAMPLES
-            .iter()
-            .chain(crate::dev::POLICY_EXAMPLES)
-            .chain(crate::dev::converters::CONVERTER_EXAMPLES)
-            .map(|&name| {
-                let component = crate::dev::build_example(name, crate::dev::RustBuild::Alone)?;
-                Ok((name, component))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()
-    });
-    let quick = tokio::time::timeout(Duration::from_secs(2), &mut building).await;
-    let built = if let Ok(built) = quick {
-        built
-    } else {
-        eprintln!(
-            "gantry dev: building the example plugins (the first build takes a few minutes)..."
-        );
-        building.await
-    };
-    built.context("building the example plugins")?
-}
-
-/// `gantry dev` on the embedded API server, with data kept between runs
-/// (the kubeconfig among them).
-async fn dev_embedded(
-    args: &DevArgs,
-    components: Vec<(&'static str, Vec<u8>)>,
-) -> anyhow::Result<()> {
-    let data_dir = match &args.data_dir {
-        Some(dir) => dir.clone(),
-        None => user_cache_dir()
-            .context("no cache directory: set HOME or XDG_CACHE_HOME, or pass --data-dir")?
-            .join("dev"),
-    };
-    if args.reset {
-        let store = data_dir.join(gantry_apiserver::storage::STORE_FILE);
-        match std::fs::remove_file(&store) {
-            Ok(()) => eprintln!("gantry dev: --reset: deleted {}", store.display()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("deleting {}", store.display())),
-        }
-    }
-    let kubeconfig = data_dir.join("kubeconfig");
-    let config = gantry_apiserver::Config {
-        listen: args.listen,
-        data_dir: Some(data_dir.clone()),
-        ..Default::default()
-    };
-    let server = gantry_apiserver::ApiServer::start(config)
-        .await
-        .context("starting the embedded API server")?;
-    server
-        .write_kubeconfig(&kubeconfig)
-        .context("writing the kubeconfig")?;
-    let client = server.client();
-    // Only here, on the embedded server: on a real cluster kube's own
-    // controllers and kubelets do this.
-    let simulation = (!args.no_simulate).then(|| {
-        gantry_apiserver::simulate::Simulation::start(
-            server.client(),
-            gantry_apiserver::simulate::Settings {
-                pod_ready_after: Duration::from_millis(args.simulate_pod_ready_ms),
-                ..Default::default()
-            },
-        )
-    });
-    let expected = install_dev(&client, args, components).await?;
-    println!(
-        "gantry dev: API server at {} (data in {})",
-        server.url(),
-        data_dir.display()
-    );
-    if simulation.is_some() {
-        println!(
-            "gantry dev: simulating workloads on node {}: Pods become Ready, no container runs (--no-simulate turns it off)",
-            gantry_apiserver::simulate::NODE_NAME
-        );
-    }
-    println!("gantry dev: export KUBECONFIG={}", kubeconfig.display());
-    print_try_line();
-    let operator_config = cluster_config(Some(&kubeconfig)).await?;
-    let result = operate(
-        &operator_config,
-        &args.operator,
-        ["127.0.0.1:0"; 2],
-        Some(expected),
-    )
-    .await;
-    if let Some(simulation) = simulation {
-        simulation.stop().await;
-    }
-    server.shutdown().await;
-    result
-}
-
-/// Install what `gantry dev` runs: the example CRDs and bindings, the
-/// example policies and, unless `--no-samples`, the sample parents. After
-/// the first start, what the user changed or deleted stays so (unless
-/// `--reset`); each such object is named. The example bindings that are
-/// there to be served.
-async fn install_dev(
-    client: &kube::Client,
-    args: &DevArgs,
-    components: Vec<(&'static str, Vec<u8>)>,
-) -> anyhow::Result<Vec<String>> {
-    use crate::dev::converters::{
-        CONVERTER_EXAMPLES, install_converted_samples_with, install_converter_example_with,
-    };
-    use crate::dev::{Installer, install_example_with, install_policy_example_with};
-    crate::dev::forget_webhook_configurations(client, args.operator.webhook_configuration_name())
-        .await?;
-    let options = args.operator.options();
-    let mut installer = Installer::for_cluster(client, &options.namespace, args.reset).await?;
-    crate::dev::ensure_namespace(client, &options.namespace).await?;
-    let store = crate::dev::components::store()?;
-    crate::publish::place::advertise_store(client, &options.namespace, &store).await?;
-    println!(
-        "gantry dev: plugin store at {store}: `gantry plugin apply` publishes components too large for a ConfigMap there"
-    );
-    installer
-        .apply(&crate::dev::backup_service::token_secret(
-            &options.namespace,
-        ))
-        .await?;
-    let mut expected = Vec::new();
-    for (name, component) in &components {
-        if crate::dev::POLICY_EXAMPLES.contains(name) {
-            install_policy_example_with(&mut installer, name, component).await?;
-        } else if CONVERTER_EXAMPLES.contains(name) {
-            install_converter_example_with(&mut installer, name, component).await?;
-        } else if install_example_with(&mut installer, name, component.clone()).await?
-            != crate::dev::Outcome::KeptDeleted
-        {
-            expected.push((*name).to_string());
-        }
-    }
-    if !args.no_samples {
-        for example in crate::dev::EXAMPLES {
-            crate::dev::install_samples_with(&mut installer, example).await?;
-        }
-        for (name, component) in &components {
-            if CONVERTER_EXAMPLES.contains(name) {
-                install_converted_samples_with(&mut installer, name, component).await?;
-            }
-        }
-    }
-    for line in installer.finish().await? {
-        println!("gantry dev: {line}");
-    }
-    Ok(expected)
-}
-
 /// Print one line when the operator is ready and the `expected` bindings
 /// serve (remote ones, such as Guestbook's, load after readiness), naming
 /// what is in service; after ten minutes, whatever serves by then.
-async fn say_when_ready(readiness: Arc<crate::controller::Readiness>, expected: Vec<String>) {
+async fn say_when_ready(
+    readiness: Arc<gantry_operator::controller::Readiness>,
+    expected: Vec<String>,
+) {
     let deadline = tokio::time::Instant::now() + Duration::from_mins(10);
     let (bindings, policies) = loop {
         let (bindings, policies) = readiness.in_service();
@@ -439,12 +219,6 @@ fn list_or_none(names: &[String]) -> String {
     }
 }
 
-fn print_try_line() {
-    println!(
-        "gantry dev: try `kubectl get memcacheds,databases,guestbooks,backupjobs,myresources,deployments,statefulsets -A`; Ctrl-C stops"
-    );
-}
-
 /// Serve `router` on `addr` (unless "off") and print `label` and the URL
 /// of `path` on the bound address.
 async fn serve_endpoint(
@@ -458,7 +232,7 @@ async fn serve_endpoint(
         return Ok(None);
     }
     let addr = addr.parse().with_context(|| format!("{flag} {addr:?}"))?;
-    let (bound, task) = crate::health::serve(addr, router).await?;
+    let (bound, task) = gantry_operator::health::serve(addr, router).await?;
     println!("gantry: {label} at http://{bound}{path}");
     Ok(Some(task))
 }
@@ -466,7 +240,7 @@ async fn serve_endpoint(
 /// Run the operator with its health and metrics endpoints until
 /// SIGINT/SIGTERM. `dev`, for `gantry dev`: the example bindings to name
 /// in a ready line once they serve (and the webhooks are local).
-async fn operate(
+pub(super) async fn operate(
     config: &kube::Config,
     args: &OperatorArgs,
     defaults: [&str; 2],
@@ -475,13 +249,13 @@ async fn operate(
     Shard::new(args.shard_index, args.shard_count).map_err(anyhow::Error::msg)?;
     let runtime = plugin_runtime()?;
     let metrics = Arc::new(Metrics::default());
-    let client = crate::api_client::counting_writes(config, metrics.api_writes())?;
+    let client = gantry_kube::api_client::counting_writes(config, metrics.api_writes())?;
     let mut options = args.options();
     let [default_health, default_metrics] = defaults;
     let health = serve_endpoint(
         "--health-addr",
         args.health_addr.as_deref().unwrap_or(default_health),
-        crate::health::health_router(runtime.clone(), options.readiness.clone()),
+        gantry_operator::health::health_router(runtime.clone(), options.readiness.clone()),
         "health probes",
         "/readyz",
     )
@@ -489,7 +263,7 @@ async fn operate(
     let metrics_server = serve_endpoint(
         "--metrics-addr",
         args.metrics_addr.as_deref().unwrap_or(default_metrics),
-        crate::health::metrics_router(metrics.clone()),
+        gantry_operator::health::metrics_router(metrics.clone()),
         "metrics",
         "/metrics",
     )
@@ -582,8 +356,4 @@ async fn operate(
         task.abort();
     }
     result
-}
-
-pub fn apiserver(args: gantry_apiserver::ApiServerArgs) -> ExitCode {
-    finish(tokio_runtime().and_then(|rt| rt.block_on(gantry_apiserver::run(args))))
 }

@@ -14,12 +14,12 @@ use serde::Serialize;
 use super::component::component;
 use super::local_cluster::RunChecks;
 use super::{call_failed, exit, fail};
-use crate::capability::secrets::StaticSecrets;
-use crate::capability::{Grants, HttpGrant};
-use crate::controller::spec::BindingSpec;
-use crate::manifest::{read_object, read_objects, read_value};
-use crate::runtime::{CallError, Limits, ReconcilerPlugin};
-use crate::toolchain::{self, BuildOptions};
+use gantry_operator::controller::spec::BindingSpec;
+use gantry_sandbox::capability::secrets::StaticSecrets;
+use gantry_sandbox::capability::{Grants, HttpGrant};
+use gantry_sandbox::runtime::{CallError, Limits, ReconcilerPlugin};
+use gantry_toolchain::manifest::{read_object, read_objects, read_value};
+use gantry_toolchain::{self as toolchain, BuildOptions};
 
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
@@ -276,13 +276,13 @@ fn is_component(bytes: &[u8]) -> bool {
 }
 
 fn push(args: &PushArgs) -> ExitCode {
-    let source = crate::delivery::source::SourceSpec {
+    let source = gantry_operator::delivery::source::SourceSpec {
         url: None,
         oci: Some(args.reference.clone()),
         insecure: args.insecure,
     };
     let (reference, insecure) = match source.check(false) {
-        Ok(crate::delivery::source::PluginSource::Oci {
+        Ok(gantry_operator::delivery::source::PluginSource::Oci {
             reference,
             insecure,
         }) => (reference, insecure),
@@ -313,8 +313,8 @@ fn push(args: &PushArgs) -> ExitCode {
         Err(e) => return fail(exit::OTHER, &e),
     };
     let size = bytes.len();
-    let settings = crate::delivery::source::FetchSettings::default();
-    match runtime.block_on(crate::delivery::source::oci::push(
+    let settings = gantry_operator::delivery::source::FetchSettings::default();
+    match runtime.block_on(gantry_operator::delivery::source::oci::push(
         bytes, &reference, insecure, &settings,
     )) {
         Ok(pushed) => {
@@ -489,7 +489,7 @@ fn bench(args: &BenchArgs) -> ExitCode {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    match crate::bench::plugin_vs_native(
+    match gantry_dev_tools::bench::plugin_vs_native(
         &plugin,
         &request,
         &args.call.limits(),
@@ -503,7 +503,7 @@ fn bench(args: &BenchArgs) -> ExitCode {
                     serde_json::to_string_pretty(&rows).expect("measurements serialize")
                 );
             } else {
-                print!("{}", crate::bench::render(&rows));
+                print!("{}", gantry_dev_tools::bench::render(&rows));
             }
             ExitCode::SUCCESS
         }

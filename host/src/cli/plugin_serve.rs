@@ -17,8 +17,9 @@ use serde_json::json;
 use tokio::io::AsyncReadExt as _;
 
 use super::{exit, fail, tokio_runtime};
-use crate::controller::{Metrics, OperatorOptions, run_operator};
-use crate::publish::{self, Answer, Document, Publication, config_map, place};
+use gantry_dev_tools::publish::{self, Answer, Publication, config_map, place};
+use gantry_operator::controller::{Metrics, OperatorOptions, run_operator};
+use gantry_operator::document::Document;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -95,10 +96,10 @@ fn project(args: &ServeArgs) -> Result<Project, Stop> {
     let (_, component) =
         super::component::component(source).map_err(Stop::with(exit::NOT_APPLIED))?;
     let crds = if args.crd.is_empty() {
-        crate::toolchain::crd::of_project(&args.path)
+        gantry_toolchain::crd::of_project(&args.path)
     } else {
         args.crd.iter().try_fold(Vec::new(), |mut all, path| {
-            all.extend(crate::manifest::read_objects(path)?);
+            all.extend(gantry_toolchain::manifest::read_objects(path)?);
             anyhow::Ok(all)
         })
     }
@@ -135,7 +136,7 @@ async fn serve_async(args: &ServeArgs) -> Result<(), Stop> {
     let client = server.client();
     let options = OperatorOptions::default();
     let namespace = options.namespace.clone();
-    crate::dev::ensure_namespace(&client, &namespace)
+    gantry_dev_tools::dev::ensure_namespace(&client, &namespace)
         .await
         .map_err(Stop::with(exit::OTHER))?;
     let (stop_operator, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -149,7 +150,7 @@ async fn serve_async(args: &ServeArgs) -> Result<(), Stop> {
         },
     ));
     let name = project.document.name().to_string();
-    let digest = crate::runtime::digest(&project.component);
+    let digest = gantry_sandbox::runtime::digest(&project.component);
     let answer = bind(&client, &namespace, project, args.timeout_secs)
         .await
         .map_err(failed)?;
@@ -214,7 +215,7 @@ async fn bind(
         component,
         crds,
     } = project;
-    let digest = crate::runtime::digest(&component);
+    let digest = gantry_sandbox::runtime::digest(&component);
     // A large component goes to the store without compressing its
     // megabytes first (seconds, for a Go one).
     let inline = if component.len() <= INLINE_MAX {
@@ -229,7 +230,7 @@ async fn bind(
     let config_map = if let Some(cm) = inline {
         cm
     } else {
-        let store = place::Place::Store(crate::dev::components::store()?);
+        let store = place::Place::Store(gantry_dev_tools::dev::components::store()?);
         let published = place::publish(&store, document.name(), component).await?;
         document = Document::parse(&place::bind(document.text(), &published)?)?;
         config_map::for_document(&document, namespace, None)?
@@ -263,9 +264,9 @@ fn write_kubeconfig(
         .with_context(|| format!("writing {}", path.display()))
 }
 
-fn plugin_runtime() -> anyhow::Result<crate::runtime::Runtime> {
-    crate::runtime::Runtime::new(crate::runtime::RuntimeSettings {
-        cache_dir: crate::runtime::default_compile_cache_dir(),
+fn plugin_runtime() -> anyhow::Result<gantry_sandbox::runtime::Runtime> {
+    gantry_sandbox::runtime::Runtime::new(gantry_sandbox::runtime::RuntimeSettings {
+        cache_dir: gantry_sandbox::runtime::default_compile_cache_dir(),
         ..Default::default()
     })
 }

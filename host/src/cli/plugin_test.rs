@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::component::component;
 use super::local_cluster::RunChecks;
 use super::{exit, fail};
-use crate::plugin_test::{Case, answer, compare, project, read_cases, update};
-use crate::runtime::{CallError, Limits, ReconcilerPlugin};
+use gantry_dev_tools::plugin_test::{Case, answer, compare, project, read_cases, update};
+use gantry_sandbox::runtime::{CallError, Limits, ReconcilerPlugin};
 
 #[derive(Debug, Args)]
 pub struct TestArgs {
@@ -152,7 +152,7 @@ fn binding(dir: &Path) -> anyhow::Result<(Limits, Value)> {
     }
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let spec = crate::controller::spec::parse_spec(&text)
+    let spec = gantry_operator::controller::spec::parse_spec(&text)
         .with_context(|| format!("{} is not a valid binding", path.display()))?;
     Ok((spec.limits.call_limits(), spec.config))
 }

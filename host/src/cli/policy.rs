@@ -12,10 +12,10 @@ use serde_json::Value;
 
 use super::component::component;
 use super::{call_failed, exit, fail};
-use crate::manifest::{read_object, read_value};
-use crate::policy::review;
-use crate::policy::spec::{Mode, PolicySpec, parse_spec};
-use crate::runtime::{CallError, Limits, PolicyPlugin};
+use gantry_operator::policy::review;
+use gantry_operator::policy::spec::{Mode, PolicySpec, parse_spec};
+use gantry_sandbox::runtime::{CallError, Limits, PolicyPlugin};
+use gantry_toolchain::manifest::{read_object, read_value};
 
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
@@ -102,7 +102,7 @@ impl CallArgs {
 
     /// A binding as the server would hold it, for the decision.
     fn spec(&self, name: &str, settings: Value) -> anyhow::Result<PolicySpec> {
-        let name = if gantry_apiserver::objects::names::is_dns1123_label(name) {
+        let name = if gantry_kube::names::is_dns1123_label(name) {
             name
         } else {
             "policy"
@@ -187,7 +187,7 @@ fn bench(args: &BenchArgs) -> ExitCode {
         settings: loaded.spec.settings.clone(),
     };
     let limits = args.call.limits();
-    let measured = crate::bench::measure(
+    let measured = gantry_dev_tools::bench::measure(
         &format!("{} (wasm, sandboxed)", loaded.plugin.name()),
         args.warmup,
         args.calls,
@@ -205,7 +205,7 @@ fn bench(args: &BenchArgs) -> ExitCode {
                     serde_json::to_string_pretty(&rows).expect("measurements serialize")
                 );
             } else {
-                print!("{}", crate::bench::render(&rows));
+                print!("{}", gantry_dev_tools::bench::render(&rows));
             }
             ExitCode::SUCCESS
         }

@@ -11,13 +11,13 @@ use kube::api::{ApiResource, GroupVersionKind, ListParams};
 use kube::{Api, Client};
 
 use super::{exit, fail, tokio_runtime};
-use crate::controller::scope::WatchScope;
-use crate::controller::spec::{self, BINDING_KEY, BINDING_LABEL, BindingSpec, KindRef};
-use crate::conversion::ConverterSpec;
-use crate::conversion::spec::{CONVERTER_KEY, CONVERTER_LABEL};
-use crate::policy::spec::POLICY_LABEL;
-use crate::publish::Document;
-use crate::rbac::{Kind, Need};
+use gantry_operator::controller::spec::{self, BINDING_KEY, BINDING_LABEL, BindingSpec, KindRef};
+use gantry_operator::conversion::ConverterSpec;
+use gantry_operator::conversion::spec::{CONVERTER_KEY, CONVERTER_LABEL};
+use gantry_operator::document::Document;
+use gantry_operator::policy::spec::POLICY_LABEL;
+use gantry_operator::rbac::{Kind, Need};
+use gantry_operator::watch_scope::WatchScope;
 
 #[derive(Debug, Args)]
 pub struct RbacArgs {
@@ -96,15 +96,18 @@ async fn render(args: &RbacArgs) -> anyhow::Result<String> {
         binding_needs.extend(needs_of(client.as_ref(), spec, &args.watch_namespaces).await?);
     }
     for spec in &converters {
-        binding_needs.extend(crate::rbac::needs::of_converter(spec));
+        binding_needs.extend(gantry_operator::rbac::needs::of_converter(&spec.crd));
     }
     if args.helm_values {
-        return Ok(serde_yaml::to_string(&crate::rbac::roles::helm_values(
-            &binding_needs,
-        ))?);
+        return Ok(serde_yaml::to_string(
+            &gantry_operator::rbac::roles::helm_values(&binding_needs),
+        )?);
     }
-    let mut needs =
-        crate::rbac::needs::of_operator(&args.namespace, &args.watch_namespaces, policies);
+    let mut needs = gantry_operator::rbac::needs::of_operator(
+        &args.namespace,
+        &args.watch_namespaces,
+        policies,
+    );
     needs.extend(binding_needs);
     let (sa_namespace, sa_name) = match &args.service_account {
         Some(sa) => sa
@@ -134,7 +137,8 @@ async fn render(args: &RbacArgs) -> anyhow::Result<String> {
             ""
         },
     );
-    for object in crate::rbac::roles::objects(&needs, &args.name, &sa_namespace, &sa_name) {
+    for object in gantry_operator::rbac::roles::objects(&needs, &args.name, &sa_namespace, &sa_name)
+    {
         out.push_str("---\n");
         out.push_str(&serde_yaml::to_string(&object)?);
     }
@@ -179,7 +183,7 @@ async fn installed(
             .and_then(|d| d.get(CONVERTER_KEY))
             .with_context(|| format!("ConfigMap {name} has no {CONVERTER_KEY}"))?;
         converters.push(
-            crate::conversion::spec::parse_spec(text)
+            gantry_operator::conversion::spec::parse_spec(text)
                 .with_context(|| format!("ConfigMap {name}"))?,
         );
     }
@@ -200,16 +204,16 @@ async fn needs_of(
     }
     let mut related = Vec::new();
     for r in &spec.related {
-        related.push(kind(client, &r.kind_ref()).await?);
+        related.push((kind(client, &r.kind_ref()).await?, r.namespace.clone()));
     }
-    Ok(crate::rbac::needs::of_binding(
-        spec, &parent, &children, &related, scope,
+    Ok(gantry_operator::rbac::needs::of_binding(
+        &parent, &children, &related, scope,
     ))
 }
 
 async fn kind(client: Option<&Client>, kind: &KindRef) -> anyhow::Result<Kind> {
     if let Some(client) = client {
-        crate::controller::watches::resolve(client, kind)
+        gantry_operator::controller::watches::resolve(client, kind)
             .await
             .map(|info| Kind::from(&info))
             .map_err(|refusal| anyhow::anyhow!(refusal.message))

@@ -16,10 +16,10 @@ use super::answer_diff::ParentDiff;
 use super::component::component;
 use super::exit;
 use super::operator::cluster_client;
-use crate::controller::context::object_key;
-use crate::controller::offline::OfflineBinding;
-use crate::controller::request::request;
-use crate::controller::rollout::answer;
+use gantry_operator::controller::context::object_key;
+use gantry_operator::controller::offline::OfflineBinding;
+use gantry_operator::controller::request::request;
+use gantry_operator::controller::rollout::answer;
 
 /// How long the binding's caches may take to fill.
 const SYNC_TIMEOUT: Duration = Duration::from_mins(2);
@@ -78,7 +78,9 @@ fn block_on<T>(future: impl Future<Output = anyhow::Result<T>>) -> anyhow::Resul
     super::tokio_runtime()?.block_on(future)
 }
 
-async fn open(args: &BindingArgs) -> anyhow::Result<(OfflineBinding, crate::runtime::Runtime)> {
+async fn open(
+    args: &BindingArgs,
+) -> anyhow::Result<(OfflineBinding, gantry_sandbox::runtime::Runtime)> {
     let client = cluster_client(args.kubeconfig.as_deref()).await?;
     let runtime = args.cache.runtime()?;
     let binding = OfflineBinding::open(

@@ -13,15 +13,15 @@ use anyhow::Context;
 use clap::Args;
 use tokio::sync::watch;
 
-use crate::conversion::{self, Converters};
-use crate::policy::sync::{SyncOptions, run_sync};
-use crate::policy::{Policies, manager};
-use crate::runtime::Runtime;
-use crate::webhook::reach::{CaBundle, Reach, ServiceRef};
-use crate::webhook::reload::ReloadingCert;
-use crate::webhook::renewal::Lifetimes;
-use crate::webhook::rotator::{self, SecretRef};
-use crate::webhook::{server, tls};
+use gantry_operator::conversion::{self, Converters};
+use gantry_operator::policy::sync::{SyncOptions, run_sync};
+use gantry_operator::policy::{Policies, manager};
+use gantry_operator::webhook::reach::{CaBundle, Reach, ServiceRef};
+use gantry_operator::webhook::reload::ReloadingCert;
+use gantry_operator::webhook::renewal::Lifetimes;
+use gantry_operator::webhook::rotator::{self, SecretRef};
+use gantry_operator::webhook::{server, tls};
+use gantry_sandbox::runtime::Runtime;
 
 /// What the webhook server serves.
 #[derive(Clone, Debug, Default)]
@@ -103,6 +103,7 @@ pub struct WebhookArgs {
 
 impl WebhookArgs {
     /// Name of the two webhook configurations.
+    #[cfg(feature = "dev-tools")]
     pub fn configuration_name(&self) -> &str {
         &self.webhook_configuration_name
     }
@@ -173,7 +174,7 @@ pub async fn start_webhooks(
     client: &kube::Client,
     runtime: &Runtime,
     namespace: &str,
-    sources: crate::delivery::source::FetchSettings,
+    sources: gantry_operator::delivery::source::FetchSettings,
     args: &WebhookArgs,
     local: bool,
     served: &Served,
@@ -281,7 +282,7 @@ pub async fn start_webhooks(
     if let Some(path) = &args.webhook_ca_out {
         write_ca_bundle(path.clone(), ca_bundle.clone(), stopped(stop_rx.clone()))?;
     }
-    let routes = crate::policy::server::router(policies.clone())
+    let routes = gantry_operator::policy::server::router(policies.clone())
         .merge(conversion::server::router(converters.clone()));
     let webhooks = server::serve(addr, tls_config, routes)
         .await

@@ -1,0 +1,112 @@
+//! `gantry bench load`: how long a plugin takes to load, compiled from its
+//! bytes and precompiled (read from the on-disk compile cache, as when the
+//! operator restarts or a binding goes back to a digest it ran before). A
+//! load ends with the plugin ready to call: compiled code in memory, its
+//! imports linked and its exports checked.
+
+use std::path::Path;
+
+use super::{Measurement, measure};
+use gantry_sandbox::runtime::{Runtime, RuntimeSettings, digest};
+
+/// How many loads to time.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    /// Timed precompiled loads per plugin.
+    pub loads: usize,
+    /// Timed compiling loads per plugin (each takes a compiler's time).
+    pub compiles: usize,
+}
+
+/// Per plugin, a compiling load then a precompiled one; `plugins` are
+/// (name, component bytes) and `cache_dir` holds the compiled code between
+/// loads. Fails if a precompiled load compiled after all.
+pub fn run(
+    plan: &LoadPlan,
+    plugins: &[(String, Vec<u8>)],
+    cache_dir: &Path,
+) -> anyhow::Result<Vec<Measurement>> {
+    // Without a disk cache, a load of a digest not in memory compiles.
+    let compiling = Runtime::with_defaults()?;
+    let precompiled = Runtime::new(RuntimeSettings {
+        cache_dir: Some(cache_dir.to_path_buf()),
+        ..RuntimeSettings::default()
+    })?;
+    let mut rows = Vec::new();
+    for (name, bytes) in plugins {
+        let digest = digest(bytes);
+        // A load that does not find the plugin in `runtime`'s memory.
+        let reload = |runtime: &Runtime| -> anyhow::Result<()> {
+            runtime.forget_compiled(&digest);
+            runtime.load_reconciler(name, bytes)?;
+            Ok(())
+        };
+        rows.push(measure(
+            &format!("{name}: compile and load"),
+            0,
+            plan.compiles,
+            || reload(&compiling),
+        )?);
+        // The first load compiles and writes the disk cache.
+        precompiled.load_reconciler(name, bytes)?;
+        let compiles = precompiled.compiles();
+        rows.push(measure(
+            &format!("{name}: precompiled load"),
+            1,
+            plan.loads,
+            || reload(&precompiled),
+        )?);
+        anyhow::ensure!(
+            precompiled.compiles() == compiles,
+            "a precompiled load of {name} compiled it again"
+        );
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precompiled_loads_read_the_disk_cache() {
+        let bytes = gantry_toolchain::example_plugin("memcached").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let plan = LoadPlan {
+            loads: 3,
+            compiles: 1,
+        };
+        let rows = run(&plan, &[("memcached".into(), bytes)], dir.path()).unwrap();
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["memcached: compile and load", "memcached: precompiled load"]
+        );
+        assert_eq!((rows[0].calls, rows[1].calls), (1, 3));
+        let cached: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert!(
+            cached.len() == 1 && cached[0].extension().is_some_and(|e| e == "cwasm"),
+            "{cached:?}"
+        );
+    }
+
+    #[test]
+    fn a_forgotten_component_loads_from_disk() {
+        let bytes = gantry_toolchain::example_plugin("memcached").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = Runtime::new(RuntimeSettings {
+            cache_dir: Some(dir.path().to_path_buf()),
+            ..RuntimeSettings::default()
+        })
+        .unwrap();
+        runtime.load_reconciler("m", &bytes).unwrap();
+        runtime.load_reconciler("m", &bytes).unwrap();
+        assert_eq!((runtime.compiles(), runtime.disk_cache_hits()), (1, 0));
+        runtime.forget_compiled(&digest(&bytes));
+        runtime.load_reconciler("m", &bytes).unwrap();
+        assert_eq!((runtime.compiles(), runtime.disk_cache_hits()), (1, 1));
+    }
+}
