@@ -12,6 +12,9 @@
 //! - [`plugin_test`]: `gantry plugin test`, declarative cases for a plugin.
 //! - [`bench`]: Gantry measured side by side with its peers.
 
+// Items are private unless another crate uses them.
+#![warn(unreachable_pub)]
+
 pub mod bench;
 pub mod cluster;
 pub mod dev;

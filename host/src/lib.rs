@@ -20,6 +20,9 @@
 //! The crates depend on each other one way, in that order
 //! (`host/tests/module_graph.rs` holds them to it).
 
+// Items are private unless another crate uses them.
+#![warn(unreachable_pub)]
+
 pub use gantry_kube::{api_client, recorder, tls};
 pub use gantry_operator::{
     controller, conversion, delivery, document, health, policy, rbac, telemetry, watch_scope,

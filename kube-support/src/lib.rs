@@ -13,6 +13,9 @@
 //! Without default features only [`names`] is built, with no dependencies:
 //! the build script that embeds `gantry dev`'s examples uses it that way.
 
+// Items are private unless another crate uses them.
+#![warn(unreachable_pub)]
+
 #[cfg(feature = "client")]
 pub mod api_client;
 pub mod names;

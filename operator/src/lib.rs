@@ -28,6 +28,9 @@
 //!
 //! The plugin sandbox itself is `gantry_sandbox`.
 
+// Items are private unless another crate uses them.
+#![warn(unreachable_pub)]
+
 pub mod controller;
 pub mod conversion;
 pub mod delivery;

@@ -116,7 +116,7 @@ mod otlp {
 
     /// A tracer provider exporting in batches to `endpoint` (the base URL;
     /// spans go to `/v1/traces`).
-    pub fn provider(endpoint: &str) -> anyhow::Result<SdkTracerProvider> {
+    pub(super) fn provider(endpoint: &str) -> anyhow::Result<SdkTracerProvider> {
         // The exporter's HTTP client is reqwest built without a TLS
         // provider of its own (shared with the plugin sources).
         gantry_kube::tls::install_crypto_provider();
@@ -132,7 +132,7 @@ mod otlp {
     }
 
     /// The tracing layer that turns spans into OpenTelemetry spans.
-    pub fn layer<S>(
+    pub(super) fn layer<S>(
         provider: &SdkTracerProvider,
     ) -> tracing_opentelemetry::OpenTelemetryLayer<S, opentelemetry_sdk::trace::SdkTracer>
     where

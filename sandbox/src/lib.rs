@@ -13,6 +13,9 @@
 //! - [`runtime`]: the wasmtime engine, plugin loading with a digest-keyed
 //!   compile cache, and the per-call sandbox with its limits.
 
+// Items are private unless another crate uses them.
+#![warn(unreachable_pub)]
+
 pub mod capability;
 pub mod contract;
 pub mod error;

@@ -18,18 +18,18 @@ const CONTRACT_WIT: &str = include_str!("../../wit/gantry.wit");
 const SKIPPED: &[&str] = &["dist", "node_modules", "__pycache__", "target"];
 
 /// `$XDG_CACHE_HOME/gantry/toolchains` (or `~/.cache/gantry/toolchains`).
-pub fn toolchains_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn toolchains_dir() -> anyhow::Result<PathBuf> {
     dirs::cache_dir()
         .map(|dir| dir.join("gantry").join("toolchains"))
         .context("no cache directory for toolchains: set XDG_CACHE_HOME or HOME")
 }
 
 /// An exclusive lock on a file, released on drop.
-pub struct Lock(File);
+pub(crate) struct Lock(File);
 
 impl Lock {
     /// Wait for the lock on `path` (created if missing).
-    pub fn acquire(path: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn acquire(path: &Path) -> anyhow::Result<Self> {
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
         }
@@ -56,13 +56,13 @@ fn short_hash(bytes: &[u8]) -> String {
 }
 
 /// Identifies the host's WIT contract (part of every build's hash).
-pub fn contract_digest() -> String {
+pub(crate) fn contract_digest() -> String {
     short_hash(CONTRACT_WIT.as_bytes())
 }
 
 /// A directory holding the host's WIT contract (`gantry.wit`), written to
 /// the cache on first use.
-pub fn contract_wit_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn contract_wit_dir() -> anyhow::Result<PathBuf> {
     let dir = toolchains_dir()?.join("wit").join(contract_digest());
     let file = dir.join("gantry.wit");
     if fs::read_to_string(&file).ok().as_deref() != Some(CONTRACT_WIT) {
@@ -76,7 +76,7 @@ pub fn contract_wit_dir() -> anyhow::Result<PathBuf> {
 
 /// The WIT directory to build `plugin_dir` against: its own `wit/` if it
 /// has one, else the host's contract.
-pub fn wit_dir_for(plugin_dir: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn wit_dir_for(plugin_dir: &Path) -> anyhow::Result<PathBuf> {
     let own = plugin_dir.join("wit");
     if own.is_dir() {
         Ok(own)
@@ -87,7 +87,7 @@ pub fn wit_dir_for(plugin_dir: &Path) -> anyhow::Result<PathBuf> {
 
 /// Install a toolchain into `dir` with `install` unless a previous install
 /// completed; concurrent callers (processes or threads) wait for each other.
-pub fn ensure_installed(
+pub(crate) fn ensure_installed(
     dir: &Path,
     what: &str,
     install: impl FnOnce(&Path) -> anyhow::Result<()>,
@@ -113,7 +113,7 @@ pub fn ensure_installed(
 }
 
 /// Fail with `hint` unless `program --version` runs; returns its output.
-pub fn require_program(program: &str, hint: &str) -> anyhow::Result<String> {
+pub(crate) fn require_program(program: &str, hint: &str) -> anyhow::Result<String> {
     match Command::new(program).arg("--version").output() {
         Ok(out) if out.status.success() => {
             Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
@@ -127,7 +127,7 @@ pub fn require_program(program: &str, hint: &str) -> anyhow::Result<String> {
 }
 
 /// Run `command`; on failure the error carries its output.
-pub fn run(command: &mut Command, what: &str) -> anyhow::Result<()> {
+pub(crate) fn run(command: &mut Command, what: &str) -> anyhow::Result<()> {
     let output = command
         .output()
         .with_context(|| format!("{what}: starting {}", command.get_program().display()))?;
@@ -147,7 +147,7 @@ pub fn run(command: &mut Command, what: &str) -> anyhow::Result<()> {
 
 /// Hash of the plugin's source files (everything but build outputs and
 /// hidden files) and of `extra` (toolchain versions, WIT, options).
-pub fn source_hash(dir: &Path, extra: &[&str]) -> anyhow::Result<String> {
+pub(crate) fn source_hash(dir: &Path, extra: &[&str]) -> anyhow::Result<String> {
     let mut files = Vec::new();
     collect_files(dir, dir, &mut files)?;
     files.sort();
@@ -169,7 +169,7 @@ pub fn source_hash(dir: &Path, extra: &[&str]) -> anyhow::Result<String> {
 }
 
 /// One hash of several (a plugin's and the local modules it uses).
-pub fn source_hash_of_parts(parts: &[String]) -> String {
+pub(crate) fn source_hash_of_parts(parts: &[String]) -> String {
     let mut hasher = Sha256::new();
     for part in parts {
         hasher.update((part.len() as u64).to_le_bytes());
@@ -199,7 +199,7 @@ fn collect_files(root: &Path, dir: &Path, files: &mut Vec<PathBuf>) -> anyhow::R
 /// Build `<dir>/dist/<name>.wasm` with `build` (given the path to write)
 /// unless the last build was of the same `hash`; returns the component path.
 /// `dist/` ignores itself in git.
-pub fn build_if_changed(
+pub(crate) fn build_if_changed(
     dir: &Path,
     name: &str,
     hash: &str,
@@ -235,19 +235,19 @@ pub fn build_if_changed(
 }
 
 /// `dir` made absolute (and checked to exist).
-pub fn absolute(dir: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn absolute(dir: &Path) -> anyhow::Result<PathBuf> {
     dir.canonicalize()
         .with_context(|| format!("no plugin directory at {}", dir.display()))
 }
 
 /// The plugin's name: the name of its (absolute) directory.
-pub fn plugin_name(dir: &Path) -> String {
+pub(crate) fn plugin_name(dir: &Path) -> String {
     dir.file_name()
         .map_or_else(|| "plugin".into(), |n| n.to_string_lossy().into_owned())
 }
 
 /// Versions pinned exactly (`1.2.3`): digits, dots, letters and dashes.
-pub fn is_exact_version(version: &str) -> bool {
+pub(crate) fn is_exact_version(version: &str) -> bool {
     !version.is_empty()
         && version.starts_with(|c: char| c.is_ascii_digit())
         && version

@@ -13,6 +13,9 @@
 //! - [`scaffold`]: `gantry plugin new`, a working project in each language.
 //! - [`manifest`]: reading objects and values from YAML or JSON files.
 
+// Items are private unless another crate uses them.
+#![warn(unreachable_pub)]
+
 pub mod c;
 mod cache;
 pub mod crd;

@@ -22,7 +22,7 @@ use crate::cluster::{ApplyError, DEV_MANAGER};
 
 /// Name of the ConfigMap (in the operator's namespace) listing what
 /// `gantry dev` installed.
-pub const INSTALLED_CONFIG_MAP: &str = "gantry-dev-installed";
+pub(crate) const INSTALLED_CONFIG_MAP: &str = "gantry-dev-installed";
 
 const INSTALLED_KEY: &str = "objects";
 

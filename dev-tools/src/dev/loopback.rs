@@ -9,7 +9,10 @@ use std::net::SocketAddr;
 
 /// Serve `router` on a free loopback port for the rest of the process;
 /// `name` names its thread and its log line if it stops.
-pub fn serve_forever(name: &'static str, router: axum::Router) -> Result<SocketAddr, String> {
+pub(crate) fn serve_forever(
+    name: &'static str,
+    router: axum::Router,
+) -> Result<SocketAddr, String> {
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name(name.into())

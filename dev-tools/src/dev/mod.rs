@@ -5,8 +5,8 @@
 pub mod backup_service;
 pub mod components;
 pub mod converters;
-pub mod install;
-pub mod loopback;
+pub(crate) mod install;
+pub(crate) mod loopback;
 
 use std::path::PathBuf;
 

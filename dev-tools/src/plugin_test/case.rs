@@ -20,7 +20,7 @@
 //!   # or, instead of an answer: error: {reason: InvalidInput}
 //! ```
 
-pub use gantry_toolchain::manifest::type_name;
+pub(crate) use gantry_toolchain::manifest::type_name;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
@@ -45,7 +45,7 @@ pub struct Case {
 
 /// The sections of an answer a case may expect, in the order they are
 /// written.
-pub const ANSWER_KEYS: &[&str] = &[
+pub(crate) const ANSWER_KEYS: &[&str] = &[
     "children",
     "status",
     "conditions",
@@ -157,7 +157,7 @@ pub fn read_cases(dir: &Path, config: &Value) -> Result<Vec<Case>, Vec<anyhow::E
 }
 
 /// Read and check the case file at `path`.
-pub fn read_case(path: &Path, config: &Value) -> anyhow::Result<Case> {
+pub(crate) fn read_case(path: &Path, config: &Value) -> anyhow::Result<Case> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     parse_case(path, &text, config).with_context(|| format!("case {}", path.display()))
@@ -165,7 +165,7 @@ pub fn read_case(path: &Path, config: &Value) -> anyhow::Result<Case> {
 
 /// Check the case `text` (of the file at `path`, which paths in it are
 /// relative to).
-pub fn parse_case(path: &Path, text: &str, config: &Value) -> anyhow::Result<Case> {
+pub(crate) fn parse_case(path: &Path, text: &str, config: &Value) -> anyhow::Result<Case> {
     let file: CaseFile = serde_yaml::from_str(text)?;
     if let Some(expect) = &file.expect {
         check_expect(expect)?;

@@ -15,8 +15,8 @@
 //!   (`--update`), leaving the rest of the file as written.
 
 pub mod answer;
-pub mod case;
-pub mod matching;
+pub(crate) mod case;
+pub(crate) mod matching;
 pub mod update;
 
 pub use case::{Case, read_cases};

@@ -12,7 +12,7 @@ use gantry_operator::controller::rollout::Answer;
 
 /// The comparison of two answers for one parent.
 #[derive(Debug, Default, PartialEq)]
-pub struct ParentDiff {
+pub(super) struct ParentDiff {
     /// The parent, `namespace/name`.
     pub parent: String,
     /// Children only the new version wants, as YAML, by identity.
@@ -31,7 +31,7 @@ pub struct ParentDiff {
 
 impl ParentDiff {
     /// Compare the `current` and `new` answers for `parent`.
-    pub fn new(parent: String, current: &Answer, new: &Answer) -> Self {
+    pub(super) fn new(parent: String, current: &Answer, new: &Answer) -> Self {
         let mut diff = Self {
             parent,
             ..Self::default()
@@ -75,7 +75,7 @@ impl ParentDiff {
     }
 
     /// Whether the new version answers exactly as the one in service.
-    pub fn unchanged(&self) -> bool {
+    pub(super) fn unchanged(&self) -> bool {
         self.failure.is_none()
             && self.current_failure.is_none()
             && self.created.is_empty()
@@ -85,7 +85,7 @@ impl ParentDiff {
     }
 
     /// The comparison in words, for a terminal.
-    pub fn render(&self) -> String {
+    pub(super) fn render(&self) -> String {
         let mut out = String::new();
         if let Some(failure) = &self.failure {
             let _ = writeln!(out, "{}: the new version fails: {failure}", self.parent);

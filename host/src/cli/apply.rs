@@ -12,7 +12,7 @@ use gantry_dev_tools::publish::{self, Answer, Publication, config_map, place};
 use gantry_operator::document::Document;
 
 #[derive(Debug, Args)]
-pub struct ApplyArgs {
+pub(super) struct ApplyArgs {
     /// A plugin project directory (built first; default: the current
     /// directory), or a built component (.wasm, with --binding).
     path: Option<PathBuf>,
@@ -48,14 +48,14 @@ pub struct ApplyArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CrdArgs {
+pub(super) struct CrdArgs {
     /// The plugin project directory.
     #[arg(default_value = ".")]
     path: PathBuf,
 }
 
 /// `gantry plugin crd`: print the project's CRDs as YAML.
-pub fn crd(args: &CrdArgs) -> ExitCode {
+pub(super) fn crd(args: &CrdArgs) -> ExitCode {
     match gantry_toolchain::crd::of_project(&args.path) {
         Ok(crds) if crds.is_empty() => fail(
             exit::OTHER,
@@ -103,7 +103,7 @@ impl Stop {
 }
 
 /// `gantry plugin apply`.
-pub fn apply(args: &ApplyArgs) -> ExitCode {
+pub(super) fn apply(args: &ApplyArgs) -> ExitCode {
     let prepared = match prepare(args) {
         Ok(prepared) => prepared,
         Err(stop) => return fail(stop.code, &stop.error),

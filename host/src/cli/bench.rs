@@ -12,7 +12,7 @@ use gantry_dev_tools::bench::{chart, converge, density, dispatch, load};
 use gantry_sandbox::runtime::{Limits, Runtime};
 
 #[derive(Debug, Subcommand)]
-pub enum BenchCommand {
+pub(super) enum BenchCommand {
     /// Cost of one reconcile call: native, sandboxed wasm, HTTP webhook.
     Dispatch(DispatchArgs),
     /// Time to load a plugin: compiled from its bytes, and precompiled.
@@ -24,7 +24,7 @@ pub enum BenchCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct DispatchArgs {
+pub(super) struct DispatchArgs {
     /// Parent sizes (bytes, or with k/m suffixes).
     #[arg(long, value_delimiter = ',', default_value = "1k,20k,500k")]
     sizes: Vec<String>,
@@ -48,7 +48,7 @@ pub struct DispatchArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct LoadArgs {
+pub(super) struct LoadArgs {
     /// Timed precompiled loads per plugin.
     #[arg(long, default_value_t = 50)]
     loads: usize,
@@ -66,13 +66,13 @@ pub struct LoadArgs {
 
 /// Operators `bench converge` compares Gantry with.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Peer {
+pub(super) enum Peer {
     /// The Go operator on controller-runtime in benches/peers.
     ControllerRuntime,
 }
 
 #[derive(Debug, Args)]
-pub struct ConvergeArgs {
+pub(super) struct ConvergeArgs {
     /// Parents to create.
     #[arg(long, default_value_t = 1000)]
     parents: usize,
@@ -107,7 +107,7 @@ pub struct ConvergeArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DensityArgs {
+pub(super) struct DensityArgs {
     /// Operators, each with a CRD of its own.
     #[arg(long, default_value_t = 10)]
     operators: usize,
@@ -146,7 +146,7 @@ pub struct DensityArgs {
     json: bool,
 }
 
-pub fn run(command: BenchCommand) -> ExitCode {
+pub(super) fn run(command: BenchCommand) -> ExitCode {
     let result = match command {
         BenchCommand::Dispatch(args) => run_dispatch(&args),
         BenchCommand::Load(args) => run_load(&args),

@@ -37,7 +37,7 @@ fn pull(reference: &str) -> anyhow::Result<(String, Vec<u8>)> {
 
 /// The component bytes and a display name: `path` itself, the component
 /// built from the source directory at `path`, or pulled from `oci://…`.
-pub fn component(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
+pub(super) fn component(path: &Path) -> anyhow::Result<(String, Vec<u8>)> {
     if let Some(reference) = path.to_str().filter(|p| p.starts_with("oci://")) {
         return pull(reference);
     }

@@ -15,13 +15,13 @@ use gantry_sandbox::limits::Limits;
 use gantry_toolchain::manifest::read_objects;
 
 #[derive(Debug, Subcommand)]
-pub enum ConvertCommand {
+pub(super) enum ConvertCommand {
     /// Convert objects with a converter plugin and print them (YAML).
     Run(RunArgs),
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(super) struct RunArgs {
     /// The component (.wasm), a converter source directory to build first,
     /// or an OCI artifact (`oci://…`) to pull.
     #[arg(long)]
@@ -50,7 +50,7 @@ pub struct RunArgs {
     cache: super::CompileCacheArgs,
 }
 
-pub fn run(command: ConvertCommand) -> ExitCode {
+pub(super) fn run(command: ConvertCommand) -> ExitCode {
     match command {
         ConvertCommand::Run(args) => run_once(&args),
     }

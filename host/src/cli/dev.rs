@@ -15,7 +15,7 @@ use gantry_sandbox::runtime::user_cache_dir;
 
 /// `gantry dev`'s arguments.
 #[derive(Debug, Args)]
-pub struct DevArgs {
+pub(super) struct DevArgs {
     /// Where the embedded API server keeps its data (default: the user's
     /// cache dir, gantry/dev).
     #[arg(long)]
@@ -52,7 +52,7 @@ pub struct DevArgs {
 }
 
 /// `gantry dev`.
-pub fn run(args: DevArgs) -> ExitCode {
+pub(super) fn run(args: DevArgs) -> ExitCode {
     finish(tokio_runtime().and_then(|rt| rt.block_on(dev_async(args))))
 }
 
@@ -236,6 +236,6 @@ fn print_try_line() {
 }
 
 /// `gantry apiserver`.
-pub fn apiserver(args: gantry_apiserver::ApiServerArgs) -> ExitCode {
+pub(super) fn apiserver(args: gantry_apiserver::ApiServerArgs) -> ExitCode {
     finish(tokio_runtime().and_then(|rt| rt.block_on(gantry_apiserver::run(args))))
 }

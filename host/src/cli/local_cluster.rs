@@ -16,7 +16,7 @@ use gantry_operator::controller::guardrails::{self, Rules};
 use gantry_operator::controller::spec::{BindingSpec, KindRef};
 
 /// The kinds a local run knows: every built-in kind, and the CRDs given.
-pub struct LocalCluster {
+pub(super) struct LocalCluster {
     registry: Registry,
     crds: Vec<String>,
     operator_namespace: String,
@@ -24,7 +24,7 @@ pub struct LocalCluster {
 
 /// What admitting the parent did.
 #[derive(Debug, PartialEq)]
-pub enum Admitted {
+pub(super) enum Admitted {
     /// Pruned, defaulted and validated against its CRD; the unknown fields
     /// dropped, as the API server's warnings name them.
     ByCrd {
@@ -40,7 +40,7 @@ pub enum Admitted {
 impl LocalCluster {
     /// The built-in kinds and `crds`, each checked as the API server checks
     /// a CRD on create; `operator_namespace` is where no child may go.
-    pub fn new(crds: &[Value], operator_namespace: &str) -> anyhow::Result<Self> {
+    pub(super) fn new(crds: &[Value], operator_namespace: &str) -> anyhow::Result<Self> {
         let registry = Registry::with_builtins();
         let mut names = Vec::new();
         for crd in crds {
@@ -65,7 +65,7 @@ impl LocalCluster {
     /// Admit `parent` as a create of it would be: its CRD's defaults land
     /// in it, and an invalid parent is an error naming the field (the API
     /// server's message).
-    pub fn admit_parent(&self, parent: &mut Value) -> anyhow::Result<Admitted> {
+    pub(super) fn admit_parent(&self, parent: &mut Value) -> anyhow::Result<Admitted> {
         let (api_version, kind) = type_of(parent);
         let Some(info) = self
             .registry
@@ -85,7 +85,7 @@ impl LocalCluster {
     }
 
     /// Whether any CRD was given.
-    pub fn has_crds(&self) -> bool {
+    pub(super) fn has_crds(&self) -> bool {
         !self.crds.is_empty()
     }
 
@@ -93,7 +93,7 @@ impl LocalCluster {
     /// guardrails. `Err` holds the reason and message the operator would
     /// give the parent's `Synced=False`. `unknown` gets each child kind
     /// neither built in nor among the CRDs (taken as namespaced).
-    pub fn check_answer(
+    pub(super) fn check_answer(
         &self,
         binding: &BindingSpec,
         parent: &Value,
@@ -142,7 +142,7 @@ impl LocalCluster {
 
 /// Whether `parent` is of the kind `binding` reconciles (in any version):
 /// an error saying what it is otherwise.
-pub fn check_parent_kind(binding: &BindingSpec, parent: &Value) -> anyhow::Result<()> {
+pub(super) fn check_parent_kind(binding: &BindingSpec, parent: &Value) -> anyhow::Result<()> {
     let (api_version, kind) = type_of(parent);
     let given = KindRef { api_version, kind };
     if given.same_kind(&binding.parent) {
@@ -158,7 +158,7 @@ pub fn check_parent_kind(binding: &BindingSpec, parent: &Value) -> anyhow::Resul
 
 /// The checks of one `plugin run`: the kinds it knows and the binding
 /// whose guardrails judge the answer.
-pub struct RunChecks {
+pub(super) struct RunChecks {
     cluster: LocalCluster,
     binding: Option<(PathBuf, BindingSpec)>,
 }
@@ -167,7 +167,7 @@ impl RunChecks {
     /// The checks for `plugin` (a component, or a project directory whose
     /// `binding.yaml` and CRDs are used unless `binding` or `crds` name
     /// others); `namespace` is the operator's.
-    pub fn new(
+    pub(super) fn new(
         plugin: &Path,
         binding: Option<&Path>,
         crds: &[PathBuf],
@@ -209,14 +209,14 @@ impl RunChecks {
     }
 
     /// The binding the run is checked against, if any.
-    pub fn binding(&self) -> Option<&BindingSpec> {
+    pub(super) fn binding(&self) -> Option<&BindingSpec> {
         self.binding.as_ref().map(|(_, spec)| spec)
     }
 
     /// Admit the parent of `request` as the API server would on create,
     /// saying on stderr what was dropped; an error when it is invalid or
     /// not of the binding's parent kind.
-    pub fn admit(&self, parent: &mut Value) -> anyhow::Result<()> {
+    pub(super) fn admit(&self, parent: &mut Value) -> anyhow::Result<()> {
         if let Some((path, binding)) = &self.binding {
             check_parent_kind(binding, parent).with_context(|| path.display().to_string())?;
         }
@@ -240,7 +240,11 @@ impl RunChecks {
     /// Check the plugin's `children` for `parent` against the binding's
     /// guardrails (none without a binding): `Err` is the operator's reason
     /// and message.
-    pub fn check(&self, parent: &Value, children: Vec<Value>) -> Result<(), (String, String)> {
+    pub(super) fn check(
+        &self,
+        parent: &Value,
+        children: Vec<Value>,
+    ) -> Result<(), (String, String)> {
         let Some((_, binding)) = &self.binding else {
             return Ok(());
         };

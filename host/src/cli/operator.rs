@@ -16,7 +16,7 @@ use gantry_sandbox::runtime::{Runtime, RuntimeSettings};
 
 /// Operator flags shared by `run` and `dev`.
 #[derive(Debug, Args)]
-pub struct OperatorArgs {
+pub(super) struct OperatorArgs {
     /// Namespace whose ConfigMaps labelled gantry.dev/plugin are the bindings.
     #[arg(long, env = "GANTRY_NAMESPACE", default_value = "gantry-system")]
     namespace: String,
@@ -95,7 +95,7 @@ impl OperatorArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(super) struct RunArgs {
     /// Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
@@ -116,7 +116,7 @@ async fn ready_to_lead(readiness: &gantry_operator::controller::Readiness, bound
 }
 
 /// Completes on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
+pub(super) async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
@@ -173,7 +173,7 @@ pub(super) async fn cluster_client(
     Ok(kube::Client::try_from(cluster_config(kubeconfig).await?)?)
 }
 
-pub fn run(args: &RunArgs) -> ExitCode {
+pub(super) fn run(args: &RunArgs) -> ExitCode {
     finish(tokio_runtime().and_then(|rt| {
         rt.block_on(async {
             let config = cluster_config(args.kubeconfig.as_deref()).await?;

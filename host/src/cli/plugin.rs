@@ -22,7 +22,7 @@ use gantry_toolchain::manifest::{read_object, read_objects, read_value};
 use gantry_toolchain::{self as toolchain, BuildOptions};
 
 #[derive(Debug, Subcommand)]
-pub enum PluginCommand {
+pub(super) enum PluginCommand {
     /// Call a plugin once on local files and print its response as YAML.
     Run(RunArgs),
     /// Measure a plugin's calls/s and latency (memcached: beside its native
@@ -62,7 +62,7 @@ pub enum PluginCommand {
 
 /// Languages `plugin new` scaffolds.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Lang {
+pub(super) enum Lang {
     /// Rust, with the guest SDK.
     Rust,
     /// JavaScript, with componentize-js.
@@ -76,7 +76,7 @@ pub enum Lang {
 }
 
 #[derive(Debug, Args)]
-pub struct NewArgs {
+pub(super) struct NewArgs {
     /// The plugin's language.
     #[arg(long, value_enum, required_unless_present = "converter")]
     lang: Option<Lang>,
@@ -95,7 +95,7 @@ pub struct NewArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct PushArgs {
+pub(super) struct PushArgs {
     /// The component (.wasm), or a plugin source directory to build first.
     file: PathBuf,
     /// Where to: `oci://host[:port]/repository:tag`.
@@ -108,7 +108,7 @@ pub struct PushArgs {
 
 /// The plugin and its input, shared by `run` and `bench`.
 #[derive(Debug, Args)]
-pub struct CallArgs {
+pub(super) struct CallArgs {
     /// The component (.wasm), a plugin source directory to build first, or
     /// an OCI artifact (`oci://host/repo:tag` or `@sha256:…`) to pull.
     #[arg(long)]
@@ -148,7 +148,7 @@ pub struct CallArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(super) struct RunArgs {
     #[command(flatten)]
     call: CallArgs,
     /// The binding (binding.yaml; default: the project directory's) the
@@ -174,7 +174,7 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct BenchArgs {
+pub(super) struct BenchArgs {
     #[command(flatten)]
     call: CallArgs,
     /// Measured calls per implementation.
@@ -189,7 +189,7 @@ pub struct BenchArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct BuildArgs {
+pub(super) struct BuildArgs {
     /// The plugin crate directory (or its Cargo.toml).
     #[arg(default_value = ".")]
     path: PathBuf,
@@ -198,7 +198,7 @@ pub struct BuildArgs {
     profile: String,
 }
 
-pub fn run(command: PluginCommand) -> ExitCode {
+pub(super) fn run(command: PluginCommand) -> ExitCode {
     match command {
         PluginCommand::Run(args) => run_once(&args),
         PluginCommand::Bench(args) => bench(&args),
@@ -463,7 +463,7 @@ struct Outcome<'a> {
 
 /// The children as a multi-document YAML stream, then one last document
 /// with status, conditions, events, requeue and finalized.
-pub fn render_yaml(response: &Response) -> String {
+pub(super) fn render_yaml(response: &Response) -> String {
     let mut out = String::new();
     for child in &response.children {
         out.push_str("---\n");

@@ -22,7 +22,7 @@ use gantry_operator::controller::{Metrics, OperatorOptions, run_operator};
 use gantry_operator::document::Document;
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(super) struct ServeArgs {
     /// The plugin project: its binding.yaml and CRDs; built unless
     /// --plugin names the component.
     #[arg(default_value = ".")]
@@ -66,7 +66,7 @@ impl Stop {
 }
 
 /// `gantry plugin serve`.
-pub fn serve(args: &ServeArgs) -> ExitCode {
+pub(super) fn serve(args: &ServeArgs) -> ExitCode {
     let result = tokio_runtime()
         .map_err(Stop::with(exit::OTHER))
         .and_then(|rt| rt.block_on(serve_async(args)));

@@ -17,7 +17,7 @@ use gantry_dev_tools::plugin_test::{Case, answer, compare, project, read_cases, 
 use gantry_sandbox::runtime::{CallError, Limits, ReconcilerPlugin};
 
 #[derive(Debug, Args)]
-pub struct TestArgs {
+pub(super) struct TestArgs {
     /// The plugin project: built (unless --plugin), its binding.yaml's
     /// limits and config used, its cases read from DIR/tests.
     #[arg(default_value = ".")]
@@ -50,7 +50,7 @@ enum Verdict {
 }
 
 /// `gantry plugin test`.
-pub fn test(args: &TestArgs) -> ExitCode {
+pub(super) fn test(args: &TestArgs) -> ExitCode {
     let (limits, config) = match binding(&args.path) {
         Ok(found) => found,
         Err(e) => return fail(exit::OTHER, &e),

@@ -18,7 +18,7 @@ use gantry_sandbox::runtime::{CallError, Limits, PolicyPlugin};
 use gantry_toolchain::manifest::{read_object, read_value};
 
 #[derive(Debug, Subcommand)]
-pub enum PolicyCommand {
+pub(super) enum PolicyCommand {
     /// Judge one AdmissionReview and print the AdmissionReview response.
     Run(RunArgs),
     /// Measure a policy's evaluations/s and latency.
@@ -27,7 +27,7 @@ pub enum PolicyCommand {
 
 /// The policy and its input, shared by `run` and `bench`.
 #[derive(Debug, Args)]
-pub struct CallArgs {
+pub(super) struct CallArgs {
     /// The component (.wasm), a policy crate directory to build first, or
     /// an `oci://` artifact to pull.
     #[arg(long)]
@@ -58,13 +58,13 @@ pub struct CallArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(super) struct RunArgs {
     #[command(flatten)]
     call: CallArgs,
 }
 
 #[derive(Debug, Args)]
-pub struct BenchArgs {
+pub(super) struct BenchArgs {
     #[command(flatten)]
     call: CallArgs,
     /// Measured evaluations.
@@ -78,7 +78,7 @@ pub struct BenchArgs {
     json: bool,
 }
 
-pub fn run(command: PolicyCommand) -> ExitCode {
+pub(super) fn run(command: PolicyCommand) -> ExitCode {
     match command {
         PolicyCommand::Run(args) => run_once(&args.call),
         PolicyCommand::Bench(args) => bench(&args),

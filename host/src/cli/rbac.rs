@@ -20,7 +20,7 @@ use gantry_operator::rbac::{Kind, Need};
 use gantry_operator::watch_scope::WatchScope;
 
 #[derive(Debug, Args)]
-pub struct RbacArgs {
+pub(super) struct RbacArgs {
     /// A binding (or policy) document; repeatable. With --kubeconfig, the
     /// bindings installed in --namespace are added.
     #[arg(long)]
@@ -55,7 +55,7 @@ pub struct RbacArgs {
 }
 
 /// `gantry rbac`.
-pub fn run(args: &RbacArgs) -> ExitCode {
+pub(super) fn run(args: &RbacArgs) -> ExitCode {
     match tokio_runtime().and_then(|rt| rt.block_on(render(args))) {
         Ok(yaml) => {
             print!("{yaml}");

@@ -31,7 +31,7 @@ const FAILS: u8 = 3;
 
 /// Which binding of which cluster.
 #[derive(Debug, Args)]
-pub struct BindingArgs {
+pub(super) struct BindingArgs {
     /// The cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster).
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
@@ -46,7 +46,7 @@ pub struct BindingArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DiffArgs {
+pub(super) struct DiffArgs {
     #[command(flatten)]
     binding: BindingArgs,
     /// The new version: a component, a plugin directory to build, or an
@@ -59,7 +59,7 @@ pub struct DiffArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CaptureArgs {
+pub(super) struct CaptureArgs {
     #[command(flatten)]
     binding: BindingArgs,
     /// The parent (`namespace/name`, or `name` when cluster-scoped).
@@ -99,7 +99,7 @@ async fn open(
 
 /// `plugin diff`: exit 0 when nothing changes, 1 when something does, 3
 /// when the new version fails on some parent.
-pub fn diff(args: &DiffArgs) -> ExitCode {
+pub(super) fn diff(args: &DiffArgs) -> ExitCode {
     match block_on(compare(args)) {
         Ok(diffs) => {
             let failed = diffs.iter().filter(|d| d.failure.is_some()).count();
@@ -146,7 +146,7 @@ async fn compare(args: &DiffArgs) -> anyhow::Result<Vec<ParentDiff>> {
 
 /// `plugin capture`: write the request the operator would build now for
 /// one parent, and the answer of the version in service.
-pub fn capture(args: &CaptureArgs) -> ExitCode {
+pub(super) fn capture(args: &CaptureArgs) -> ExitCode {
     match block_on(write_capture(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),

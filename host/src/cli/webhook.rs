@@ -25,7 +25,7 @@ use gantry_sandbox::runtime::Runtime;
 
 /// What the webhook server serves.
 #[derive(Clone, Debug, Default)]
-pub struct Served {
+pub(super) struct Served {
     /// The admission policies in service.
     pub policies: Policies,
     /// The converters in service.
@@ -34,7 +34,7 @@ pub struct Served {
 
 /// Webhook flags shared by `run` and `dev`.
 #[derive(Debug, Args)]
-pub struct WebhookArgs {
+pub(super) struct WebhookArgs {
     /// Serve the admission policies over HTTPS on this address, or "off"
     /// (default: off for `run`, a free loopback port for `dev`).
     #[arg(long)]
@@ -104,13 +104,13 @@ pub struct WebhookArgs {
 impl WebhookArgs {
     /// Name of the two webhook configurations.
     #[cfg(feature = "dev-tools")]
-    pub fn configuration_name(&self) -> &str {
+    pub(super) fn configuration_name(&self) -> &str {
         &self.webhook_configuration_name
     }
 
     /// How long the webhooks keep answering after SIGTERM: only behind a
     /// Service, whose endpoints lag behind a stopping Pod.
-    pub fn drain(&self) -> std::time::Duration {
+    pub(super) fn drain(&self) -> std::time::Duration {
         match self.webhook_service {
             Some(_) => std::time::Duration::from_secs(self.webhook_drain_secs),
             None => std::time::Duration::ZERO,
@@ -170,7 +170,7 @@ fn url_host(url: &str) -> Option<String> {
 /// completes. With --webhook-cert-secret: whether the Secret's certificate
 /// is served yet (readiness waits for it).
 #[allow(clippy::too_many_arguments)] // each is a separate setting of the operator
-pub async fn start_webhooks(
+pub(super) async fn start_webhooks(
     client: &kube::Client,
     runtime: &Runtime,
     namespace: &str,

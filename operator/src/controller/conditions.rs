@@ -8,12 +8,12 @@ use gantry_sdk::{Condition, ConditionStatus};
 use serde_json::{Value, json};
 
 /// The host's own condition types.
-pub const READY: &str = "Ready";
+pub(crate) const READY: &str = "Ready";
 /// Whether the last reconcile applied the plugin's desired state.
-pub const SYNCED: &str = "Synced";
+pub(crate) const SYNCED: &str = "Synced";
 
 /// A condition the host wants on the parent.
-pub fn condition(
+pub(crate) fn condition(
     condition_type: &str,
     status: ConditionStatus,
     reason: &str,
@@ -29,7 +29,12 @@ pub fn condition(
 
 /// Conditions as JSON for the status, keeping the live `lastTransitionTime`
 /// of every condition whose status did not change, and `now` for the rest.
-pub fn merge(live: Option<&Value>, wanted: &[Condition], generation: i64, now: &str) -> Vec<Value> {
+pub(crate) fn merge(
+    live: Option<&Value>,
+    wanted: &[Condition],
+    generation: i64,
+    now: &str,
+) -> Vec<Value> {
     let live: &[Value] = live
         .and_then(Value::as_array)
         .map(Vec::as_slice)
@@ -72,7 +77,7 @@ pub fn merge(live: Option<&Value>, wanted: &[Condition], generation: i64, now: &
 /// set it, each type once (the last one wins). The host's `Ready` is True
 /// only when `Synced` and every plugin condition are True; otherwise it
 /// carries the reason and message of the first that is not.
-pub fn with_host_conditions(plugin: &[Condition], synced: Condition) -> Vec<Condition> {
+pub(crate) fn with_host_conditions(plugin: &[Condition], synced: Condition) -> Vec<Condition> {
     // Each type once, the last one winning, at the place of the last one.
     let last: HashMap<&str, usize> = plugin
         .iter()

@@ -10,7 +10,7 @@ use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType};
 use super::context::BindingContext;
 
 /// Emit an Event on `parent` (deduplicated by the recorder).
-pub async fn publish(
+pub(crate) async fn publish(
     ctx: &BindingContext,
     parent: &DynamicObject,
     kind: KubeEventType,
@@ -32,7 +32,11 @@ pub async fn publish(
 
 /// The plugin's events, one Event write per type and reason: repeats in
 /// one response are folded into the first, with a count.
-pub async fn publish_plugin_events(ctx: &BindingContext, parent: &DynamicObject, events: &[Event]) {
+pub(crate) async fn publish_plugin_events(
+    ctx: &BindingContext,
+    parent: &DynamicObject,
+    events: &[Event],
+) {
     for (event, repeats) in aggregate(events) {
         let kind = match event.event_type {
             EventType::Normal => KubeEventType::Normal,
@@ -52,7 +56,7 @@ pub async fn publish_plugin_events(ctx: &BindingContext, parent: &DynamicObject,
 
 /// The first event of each (type, reason), in order of first appearance,
 /// with how many more of that type and reason followed it.
-pub fn aggregate(events: &[Event]) -> Vec<(&Event, usize)> {
+pub(crate) fn aggregate(events: &[Event]) -> Vec<(&Event, usize)> {
     let mut index: std::collections::HashMap<(bool, &str), usize> =
         std::collections::HashMap::new();
     let mut folded: Vec<(&Event, usize)> = Vec::new();

@@ -11,20 +11,20 @@ use super::ReconcileError;
 use super::context::BindingContext;
 
 /// Whether `parent` has `finalizer`.
-pub fn has(parent: &DynamicObject, finalizer: &str) -> bool {
+pub(crate) fn has(parent: &DynamicObject, finalizer: &str) -> bool {
     parent.finalizers().iter().any(|f| f == finalizer)
 }
 
 /// The merge patch that sets `parent`'s finalizers to `finalizers`, on the
 /// condition that the parent is unchanged since it was read.
-pub fn patch(parent: &DynamicObject, finalizers: &[String]) -> Value {
+pub(crate) fn patch(parent: &DynamicObject, finalizers: &[String]) -> Value {
     json!({
         "metadata": {"finalizers": finalizers, "resourceVersion": parent.resource_version()}
     })
 }
 
 /// `parent`'s finalizers with `finalizer` added (once).
-pub fn with(parent: &DynamicObject, finalizer: &str) -> Vec<String> {
+pub(crate) fn with(parent: &DynamicObject, finalizer: &str) -> Vec<String> {
     let mut finalizers = parent.finalizers().to_vec();
     if !finalizers.iter().any(|f| f == finalizer) {
         finalizers.push(finalizer.to_string());
@@ -33,7 +33,7 @@ pub fn with(parent: &DynamicObject, finalizer: &str) -> Vec<String> {
 }
 
 /// `parent`'s finalizers without `finalizer`; the others stay, in order.
-pub fn without(parent: &DynamicObject, finalizer: &str) -> Vec<String> {
+pub(crate) fn without(parent: &DynamicObject, finalizer: &str) -> Vec<String> {
     parent
         .finalizers()
         .iter()
@@ -61,7 +61,7 @@ async fn set(
 }
 
 /// Add `finalizer` to `parent`.
-pub async fn add(
+pub(crate) async fn add(
     ctx: &BindingContext,
     parent: &DynamicObject,
     finalizer: &str,
@@ -70,7 +70,7 @@ pub async fn add(
 }
 
 /// Remove `finalizer` from `parent`.
-pub async fn remove(
+pub(crate) async fn remove(
     ctx: &BindingContext,
     parent: &DynamicObject,
     finalizer: &str,
@@ -81,7 +81,7 @@ pub async fn remove(
 /// Remove the binding's `finalizer` from `parent` because the binding
 /// `why` (no longer finalizes, was deleted), with a Normal Event saying so.
 /// A parent without it is left alone.
-pub async fn release(
+pub(crate) async fn release(
     ctx: &BindingContext,
     parent: &DynamicObject,
     finalizer: &str,

@@ -49,7 +49,7 @@ impl HttpGrants {
 /// What a call of `plugin` under `spec` may use; `shadow`: a shadow run,
 /// which sends GET only and records no metrics (its answer is compared,
 /// not acted on, and it calls the version in service too).
-pub fn grants(
+pub(crate) fn grants(
     ctx: &BindingContext,
     spec: &BindingSpec,
     plugin: &ReconcilerPlugin,

@@ -25,14 +25,14 @@ use super::report::EventBudget;
 use super::spec::KindRef;
 
 /// Identity of a child: kind, namespace, name.
-pub type ChildKey = (KindRef, Option<String>, String);
+pub(crate) type ChildKey = (KindRef, Option<String>, String);
 
 /// How many resourceVersions of our own writes are remembered: a
 /// reconcile may still run on an older cached copy of the parent.
 const OWN_WRITES: usize = 4;
 
 /// A child as one write left it: its key and its resourceVersion.
-pub type ChildVersion = (ChildKey, String);
+pub(crate) type ChildVersion = (ChildKey, String);
 
 /// How many child versions of our own writes, already shown to the
 /// plugin, are remembered per parent: their events may come after the

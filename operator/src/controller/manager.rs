@@ -68,7 +68,7 @@ pub async fn run_operator(
 }
 
 /// The binding and the component of the version a ConfigMap holds.
-pub fn read_binding(
+pub(crate) fn read_binding(
     cm: &k8s_openapi::api::core::v1::ConfigMap,
 ) -> Result<(BindingSpec, crate::delivery::envelope::Component), Refusal> {
     loader::read::<Bindings>(cm)
@@ -101,7 +101,7 @@ struct Active {
 }
 
 /// A version ready to go into service.
-pub struct Ready {
+pub(crate) struct Ready {
     spec: Arc<BindingSpec>,
     plugin: Arc<ReconcilerPlugin>,
     source: Option<String>,
@@ -113,7 +113,7 @@ pub struct Ready {
 }
 
 /// What the bindings react to besides their ConfigMaps.
-pub enum Signal {
+pub(crate) enum Signal {
     /// This replica became the leader (or stopped being it).
     Leading,
     /// An admission policy came, went or changed.

@@ -14,7 +14,7 @@ use super::cached::CachedObject;
 use super::context::{BindingContext, KindInfo, controller_owner, object_key};
 
 /// A parent's event → whether it calls for a reconcile now.
-pub fn parent_changed(
+pub(crate) fn parent_changed(
     ctx: Arc<BindingContext>,
 ) -> impl Fn(&CachedObject) -> bool + Send + Sync + 'static {
     move |parent: &CachedObject| {
@@ -24,7 +24,7 @@ pub fn parent_changed(
 }
 
 /// A child event → its controller parent (and note why).
-pub fn child_mapper(
+pub(crate) fn child_mapper(
     ctx: Arc<BindingContext>,
     info: KindInfo,
 ) -> impl Fn(CachedObject) -> Option<ObjectRef<CachedObject>> + Send + Sync + 'static {
@@ -59,7 +59,7 @@ pub fn child_mapper(
 }
 
 /// A related object's event → every parent that reads it.
-pub fn related_mapper(
+pub(crate) fn related_mapper(
     ctx: Arc<BindingContext>,
     index: usize,
 ) -> impl Fn(CachedObject) -> Vec<ObjectRef<CachedObject>> + Send + Sync + 'static {

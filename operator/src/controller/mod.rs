@@ -30,32 +30,32 @@
 //! away from the operator), and the cache helpers [`cached`] and
 //! [`owners`].
 
-pub mod cached;
-pub mod children;
-pub mod conditions;
+pub(crate) mod cached;
+pub(crate) mod children;
+pub(crate) mod conditions;
 pub mod context;
-pub mod events;
-pub mod finalizer;
-pub mod grants;
+pub(crate) mod events;
+pub(crate) mod finalizer;
+pub(crate) mod grants;
 pub mod guardrails;
 pub mod leader;
-pub mod ledger;
-pub mod manager;
-pub mod mappers;
-pub mod metrics;
+pub(crate) mod ledger;
+pub(crate) mod manager;
+pub(crate) mod mappers;
+pub(crate) mod metrics;
 pub mod offline;
-pub mod owners;
+pub(crate) mod owners;
 pub mod permissions;
-pub mod readiness;
-pub mod reconcile;
+pub(crate) mod readiness;
+pub(crate) mod reconcile;
 pub mod report;
 pub mod request;
 pub mod rollout;
-pub mod scope;
-pub mod settle;
+pub(crate) mod scope;
+pub(crate) mod settle;
 pub mod shard;
 pub mod spec;
-pub mod status;
+pub(crate) mod status;
 pub mod watches;
 
 use std::sync::Arc;

@@ -21,7 +21,7 @@ use super::status::{self, Outcome};
 use super::{ReconcileError, finalizer};
 
 /// Reconcile `parent`, bounded by the operator's per-reconcile timeout.
-pub async fn reconcile(
+pub(crate) async fn reconcile(
     parent: Arc<CachedObject>,
     ctx: Arc<BindingContext>,
 ) -> Result<Action, ReconcileError> {
@@ -155,7 +155,7 @@ async fn reconcile_inner(
 
 /// How a reconcile begins, from the parent's deletion and finalizer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Entry {
+pub(crate) enum Entry {
     /// The parent is going and the plugin has nothing to finalize: forget
     /// it (garbage collection takes its children).
     Forget,
@@ -170,7 +170,7 @@ pub enum Entry {
 
 /// How the reconcile of a parent begins: `deleting` it, for a binding that
 /// `finalize`s or not, the parent holding its finalizer or not.
-pub fn entry(deleting: bool, finalize: bool, holds_finalizer: bool) -> Entry {
+pub(crate) fn entry(deleting: bool, finalize: bool, holds_finalizer: bool) -> Entry {
     match (finalize, holds_finalizer, deleting) {
         (false, true, _) => Entry::RemoveFinalizer,
         (true, false, false) => Entry::AddFinalizer,
@@ -181,11 +181,14 @@ pub fn entry(deleting: bool, finalize: bool, holds_finalizer: bool) -> Entry {
 
 /// The soonest a plugin may ask to be called again: `requeue-after-ms: 0`
 /// must not turn into a hot loop.
-pub const MIN_REQUEUE: Duration = Duration::from_secs(1);
+pub(crate) const MIN_REQUEUE: Duration = Duration::from_secs(1);
 
 /// When to reconcile again: the plugin's wish, no sooner than
 /// [`MIN_REQUEUE`], or the resync.
-pub fn requeue_delay(requested: Option<Duration>, resync: Option<Duration>) -> Option<Duration> {
+pub(crate) fn requeue_delay(
+    requested: Option<Duration>,
+    resync: Option<Duration>,
+) -> Option<Duration> {
     requested.map(|d| d.max(MIN_REQUEUE)).or(resync)
 }
 
@@ -268,7 +271,7 @@ async fn warn_no_status(ctx: &BindingContext, parent: &DynamicObject) {
 /// which triggers earlier).
 // The signature kube-runtime's `Controller::run` asks for.
 #[allow(clippy::needless_pass_by_value)]
-pub fn error_policy(
+pub(crate) fn error_policy(
     parent: Arc<CachedObject>,
     error: &ReconcileError,
     ctx: Arc<BindingContext>,
@@ -301,7 +304,7 @@ pub fn error_policy(
 /// Delay before retry number `failures` (1-based): `base` × 2^(n-1), up to
 /// `max`, with ±20% jitter so parents failing together do not retry
 /// together.
-pub fn backoff(base: Duration, max: Duration, failures: u32) -> Duration {
+pub(crate) fn backoff(base: Duration, max: Duration, failures: u32) -> Duration {
     let exponent = failures.saturating_sub(1).min(20);
     let delay = base.saturating_mul(1 << exponent).min(max);
     delay.mul_f64(0.8 + fastrand::f64() * 0.4)

@@ -22,12 +22,12 @@ use super::cached::CachedObject;
 use crate::watch_scope::WatchScope;
 
 /// Events of one watch, as a reflector takes them.
-pub type WatchEvent = Result<watcher::Event<CachedObject>, watcher::Error>;
+pub(crate) type WatchEvent = Result<watcher::Event<CachedObject>, watcher::Error>;
 
 /// Watch `resource` (namespaced or not) with `config` within `scope`,
 /// retrying with kube-runtime's default backoff. Objects come as the caches
 /// keep them (without managedFields: see [`CachedObject`]).
-pub fn watch(
+pub(crate) fn watch(
     client: &Client,
     resource: &Arc<ApiResource>,
     namespaced: bool,

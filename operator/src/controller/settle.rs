@@ -22,10 +22,10 @@ use super::spec::BindingSpec;
 /// Plugin calls in one reconcile at most: one, and two more while its
 /// applies change children. A plugin that builds children in stages (one
 /// after another is observed) gets there over several reconciles.
-pub const MAX_CALLS: usize = 3;
+pub(crate) const MAX_CALLS: usize = 3;
 
 /// What a reconcile's plugin calls came to.
-pub struct Settled {
+pub(crate) struct Settled {
     /// The last answer.
     pub response: Response,
     /// The events of all answers.
@@ -35,7 +35,7 @@ pub struct Settled {
 /// Call the plugin, check its answer and write the children, into
 /// `written`; again, on the children as the API server returned them,
 /// while the writes change them.
-pub async fn settle(
+pub(crate) async fn settle(
     ctx: &BindingContext,
     parent: &DynamicObject,
     current: &Current,
@@ -68,7 +68,7 @@ pub async fn settle(
 
 /// The intents of a plugin's `response` for `parent`, once the guardrails
 /// and the binding's guardrail policies let them through.
-pub async fn checked_intents(
+pub(crate) async fn checked_intents(
     ctx: &BindingContext,
     parent: &DynamicObject,
     spec: &BindingSpec,

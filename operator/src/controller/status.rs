@@ -17,7 +17,7 @@ use super::ledger::ParentState;
 const HOST_KEYS: &[&str] = &["conditions", "observedGeneration", "gantry"];
 
 /// The outcome to record on the parent.
-pub struct Outcome<'a> {
+pub(crate) struct Outcome<'a> {
     /// The plugin's status, or `None` to keep what it last reported.
     pub plugin_status: Option<Value>,
     /// The plugin's conditions.
@@ -50,7 +50,7 @@ fn plugin_part(status: Option<&Value>) -> Value {
 
 /// The status a reconcile wants on its parent.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Planned {
+pub(crate) struct Planned {
     /// The whole `status` to apply.
     pub status: Value,
     /// Its fingerprint, for the ledger.
@@ -63,7 +63,7 @@ pub struct Planned {
 
 /// The status of `parent` for `outcome` of binding `binding`, given what
 /// `ledger` remembers and that it is `now`; no API call.
-pub fn plan(
+pub(crate) fn plan(
     binding: &str,
     parent: &DynamicObject,
     outcome: Outcome<'_>,
@@ -113,7 +113,7 @@ pub fn plan(
 
 /// Write the status of `parent`, unless it would change nothing. Returns
 /// whether a write happened.
-pub async fn write_status(
+pub(crate) async fn write_status(
     ctx: &BindingContext,
     parent: &DynamicObject,
     outcome: Outcome<'_>,
@@ -153,7 +153,7 @@ pub async fn write_status(
 }
 
 /// `Synced=True`.
-pub fn synced() -> Condition {
+pub(crate) fn synced() -> Condition {
     conditions::condition(
         SYNCED,
         ConditionStatus::True,
@@ -164,7 +164,7 @@ pub fn synced() -> Condition {
 
 /// `Synced=Unknown`, reason `BindingRemoved`: the binding `binding` that
 /// reconciled the parent is gone, so nothing keeps it as desired any more.
-pub fn binding_removed(binding: &str) -> Condition {
+pub(crate) fn binding_removed(binding: &str) -> Condition {
     conditions::condition(
         SYNCED,
         ConditionStatus::Unknown,
@@ -174,7 +174,7 @@ pub fn binding_removed(binding: &str) -> Condition {
 }
 
 /// `Synced=False` with `reason` and `message`.
-pub fn not_synced(reason: &str, message: &str) -> Condition {
+pub(crate) fn not_synced(reason: &str, message: &str) -> Condition {
     conditions::condition(SYNCED, ConditionStatus::False, reason, message)
 }
 

@@ -11,7 +11,7 @@
 //! all.
 
 pub mod manager;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod review;
 pub mod server;
 pub mod shadow;

@@ -34,7 +34,7 @@ use gantry_kube::recorder::Recorder;
 
 /// How often versions refused for a cause that may pass (a kind not served
 /// yet, a registry down) are tried again.
-pub const RETRY_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const RETRY_EVERY: Duration = Duration::from_secs(5);
 
 /// Why a version was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,7 +209,7 @@ impl PendingPlugin {
 }
 
 /// The document and the component of the version a ConfigMap holds.
-pub fn read<L: Lifecycle>(cm: &ConfigMap) -> Result<(L::Spec, Component), Refusal> {
+pub(crate) fn read<L: Lifecycle>(cm: &ConfigMap) -> Result<(L::Spec, Component), Refusal> {
     let invalid = |message: String| Refusal::new(L::INVALID, message);
     let text = envelope::document(cm, L::DOCUMENT_KEY).map_err(|e| invalid(e.to_string()))?;
     let spec = L::parse(text).map_err(invalid)?;
@@ -223,7 +223,7 @@ pub fn read<L: Lifecycle>(cm: &ConfigMap) -> Result<(L::Spec, Component), Refusa
 
 /// Run the loader of `lifecycle` over the ConfigMaps of `namespace` until
 /// `shutdown` completes; then take everything out of service.
-pub async fn run<L: Lifecycle>(
+pub(crate) async fn run<L: Lifecycle>(
     client: Client,
     namespace: &str,
     lifecycle: L,
@@ -616,7 +616,7 @@ impl<L: Lifecycle> Loader<L> {
 
 /// Publish an Event about a binding ConfigMap; its note is cut to
 /// Kubernetes' 1 KiB.
-pub async fn config_map_event(
+pub(crate) async fn config_map_event(
     recorder: &Recorder,
     cm: &ConfigMap,
     action: &str,

@@ -12,8 +12,8 @@
 
 pub mod envelope;
 pub mod limits;
-pub mod loader;
-pub mod registry;
+pub(crate) mod loader;
+pub(crate) mod registry;
 pub mod source;
 
 pub use envelope::{Component, EnvelopeError, PluginBytes};

@@ -100,7 +100,7 @@ fn selects(selector: Option<&LabelSelector>, labels: &BTreeMap<String, String>) 
 
 /// The admission request the apply of `child` would cause, by binding
 /// `binding`.
-pub fn synthesized_request(binding: &str, child: &ChildIntent<'_>) -> Value {
+pub(crate) fn synthesized_request(binding: &str, child: &ChildIntent<'_>) -> Value {
     let resource = child.resource;
     let (group, version) = (&resource.group, &resource.version);
     let options_kind = if child.old.is_some() {
@@ -148,7 +148,7 @@ fn lookup(
 
 /// Judge every child of binding `binding` with the policies `names`; Ok
 /// when all allow (or do not apply).
-pub async fn check(
+pub(crate) async fn check(
     policies: &Policies,
     client: &Client,
     binding: &str,

@@ -10,13 +10,13 @@
 //! configurations) and [`guardrail_policies`]
 //! (the same policies on reconcile output); [`metrics`] counts it all.
 
-pub mod guardrail_policies;
+pub(crate) mod guardrail_policies;
 pub mod manager;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod recent;
 pub mod review;
 pub mod server;
-pub mod shadow;
+pub(crate) mod shadow;
 pub mod spec;
 pub mod sync;
 

@@ -20,7 +20,7 @@ const EXAMPLES: usize = 3;
 
 /// What a policy's shadow run found.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ReviewReport {
+pub(crate) struct ReviewReport {
     /// Requests both versions judged.
     pub tried: u64,
     /// Requests the new version decides as the running one does.
@@ -35,7 +35,7 @@ pub struct ReviewReport {
 
 impl ReviewReport {
     /// One line for Events: the counts.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         format!(
             "shadow run on {} recent reviews: {} unchanged, {} changed, {} failed",
             self.tried, self.unchanged, self.changed, self.failed
@@ -43,7 +43,7 @@ impl ReviewReport {
     }
 
     /// Why the new version may not serve, if it may not.
-    pub fn refusal(&self) -> Option<String> {
+    pub(crate) fn refusal(&self) -> Option<String> {
         (self.failed > 0).then(|| {
             format!(
                 "{}; the new version fails where the running one answered, e.g. {}",
@@ -101,7 +101,7 @@ async fn decide(spec: &PolicySpec, plugin: &Arc<PolicyPlugin>, request: &Value) 
 
 /// Judge the recent requests of `running` with it and with `new` (bound
 /// as `new_spec`), and compare.
-pub async fn shadow_reviews(
+pub(crate) async fn shadow_reviews(
     running: &LoadedPolicy,
     new: &Arc<PolicyPlugin>,
     new_spec: &PolicySpec,

@@ -15,7 +15,7 @@ const CONCURRENT_REVIEWS: usize = 8;
 
 /// The needs not allowed, one line each ("list apps/deployments in every
 /// namespace"), in the order of `needs`.
-pub async fn missing(client: &Client, needs: &[Need]) -> Result<Vec<String>, kube::Error> {
+pub(crate) async fn missing(client: &Client, needs: &[Need]) -> Result<Vec<String>, kube::Error> {
     let asks: Vec<(&Need, &'static str)> = needs
         .iter()
         .flat_map(|need| need.verbs.iter().map(move |verb| (need, *verb)))
@@ -74,7 +74,7 @@ async fn allowed(
 }
 
 /// "list apps/deployments in every namespace".
-pub fn describe(need: &Need, verb: &str) -> String {
+pub(crate) fn describe(need: &Need, verb: &str) -> String {
     let group = if need.group.is_empty() {
         String::new()
     } else {

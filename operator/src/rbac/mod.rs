@@ -7,7 +7,7 @@
 //! where) → [`roles`] (needs as Roles, `ClusterRoles` and their bindings) →
 //! [`check`] (needs the operator's identity lacks).
 
-pub mod check;
+pub(crate) mod check;
 pub mod needs;
 pub mod roles;
 

@@ -20,19 +20,19 @@ use rustls_pki_types::pem::PemObject;
 use x509_parser::extensions::GeneralName;
 
 /// Key of the serving certificate (PEM) in the Secret's data.
-pub const TLS_CRT: &str = "tls.crt";
+pub(crate) const TLS_CRT: &str = "tls.crt";
 /// Key of the serving certificate's private key (PEM).
-pub const TLS_KEY: &str = "tls.key";
+pub(crate) const TLS_KEY: &str = "tls.key";
 /// Key of the CA bundle (PEM): the signing CA first, then older CAs still
 /// trusted. It is the webhook configurations' `caBundle`.
-pub const CA_CRT: &str = "ca.crt";
+pub(crate) const CA_CRT: &str = "ca.crt";
 /// Key of the signing CA's private key (PEM), so that any replica can
 /// renew the serving certificate.
-pub const CA_KEY: &str = "ca.key";
+pub(crate) const CA_KEY: &str = "ca.key";
 
 /// What renewal needs to know of one certificate.
 #[derive(Debug, Clone)]
-pub struct CertInfo {
+pub(crate) struct CertInfo {
     /// The certificate (PEM).
     pub pem: String,
     der: Vec<u8>,
@@ -85,7 +85,7 @@ impl CertInfo {
     }
 
     /// When it was made: its start of validity without the backdating.
-    pub fn issued_at(&self) -> i64 {
+    pub(crate) fn issued_at(&self) -> i64 {
         // The inverse of `backdate`: the span is the lifetime plus the
         // backdating, 5 minutes or a twentieth of the lifetime.
         let span = self.not_after - self.not_before;
@@ -99,7 +99,7 @@ impl CertInfo {
 
     /// The time at which a third of its validity remains: when it is
     /// renewed.
-    pub fn renew_at(&self) -> i64 {
+    pub(crate) fn renew_at(&self) -> i64 {
         self.not_before + (self.not_after - self.not_before) * 2 / 3
     }
 }
@@ -114,7 +114,7 @@ fn ip_of(bytes: &[u8]) -> Option<IpAddr> {
 
 /// The CAs: the one that signs, with its key, and older ones still trusted.
 #[derive(Debug, Clone)]
-pub struct Authority {
+pub(crate) struct Authority {
     /// The CA that signs new serving certificates.
     pub signing: CertInfo,
     key_pem: String,
@@ -125,7 +125,7 @@ pub struct Authority {
 
 /// The serving certificate and its key.
 #[derive(Debug, Clone)]
-pub struct Serving {
+pub(crate) struct Serving {
     /// The certificate.
     pub cert: CertInfo,
     key_pem: String,
@@ -160,7 +160,7 @@ fn key_for(pem: &str, key: &str, cert: &CertInfo) -> Result<(), String> {
 
 impl Authority {
     /// The CAs of the Secret's `ca.crt` and `ca.key`.
-    pub fn read(data: &BTreeMap<String, ByteString>) -> Result<Self, String> {
+    pub(crate) fn read(data: &BTreeMap<String, ByteString>) -> Result<Self, String> {
         let mut cas = certs_of(text(data, CA_CRT)?, CA_CRT)?;
         let key_pem = text(data, CA_KEY)?.to_string();
         key_for(&key_pem, CA_KEY, &cas[0])?;
@@ -173,7 +173,7 @@ impl Authority {
     }
 
     /// A new CA, valid for `lifetime` from `now`, trusting `older` too.
-    pub fn generate(
+    pub(crate) fn generate(
         now: SystemTime,
         lifetime: Duration,
         older: Vec<CertInfo>,
@@ -202,7 +202,7 @@ impl Authority {
     }
 
     /// Every CA trusted, the signing one first: the `caBundle`.
-    pub fn bundle_pem(&self) -> String {
+    pub(crate) fn bundle_pem(&self) -> String {
         std::iter::once(&self.signing)
             .chain(&self.older)
             .map(|c| c.pem.as_str())
@@ -211,7 +211,7 @@ impl Authority {
 
     /// A serving certificate for `hosts` signed by the signing CA, valid
     /// for `lifetime` from `now` but never past the CA.
-    pub fn issue(
+    pub(crate) fn issue(
         &self,
         hosts: &[String],
         now: SystemTime,
@@ -239,7 +239,7 @@ impl Authority {
 impl Serving {
     /// The serving certificate of the Secret's `tls.crt` and `tls.key`,
     /// which one of `authority`'s CAs must have signed.
-    pub fn read(
+    pub(crate) fn read(
         data: &BTreeMap<String, ByteString>,
         authority: &Authority,
     ) -> Result<Self, String> {
@@ -258,23 +258,23 @@ impl Serving {
     }
 
     /// Its certificate (PEM).
-    pub fn cert_pem(&self) -> &str {
+    pub(crate) fn cert_pem(&self) -> &str {
         &self.cert.pem
     }
 
     /// Its private key (PEM).
-    pub fn key_pem(&self) -> &str {
+    pub(crate) fn key_pem(&self) -> &str {
         &self.key_pem
     }
 
     /// Whether it names every one of `hosts`.
-    pub fn covers(&self, hosts: &[String]) -> bool {
+    pub(crate) fn covers(&self, hosts: &[String]) -> bool {
         hosts.iter().all(|h| self.cert.names.contains(h))
     }
 }
 
 /// The Secret's data for `authority` and `serving`.
-pub fn to_data(authority: &Authority, serving: &Serving) -> BTreeMap<String, ByteString> {
+pub(crate) fn to_data(authority: &Authority, serving: &Serving) -> BTreeMap<String, ByteString> {
     [
         (TLS_CRT, serving.cert.pem.clone()),
         (TLS_KEY, serving.key_pem.clone()),
@@ -296,7 +296,7 @@ fn backdate(lifetime: Duration) -> Duration {
 }
 
 /// Seconds since the Unix epoch.
-pub fn unix(time: SystemTime) -> i64 {
+pub(crate) fn unix(time: SystemTime) -> i64 {
     time.duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs().cast_signed())
 }

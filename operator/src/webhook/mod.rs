@@ -6,7 +6,7 @@
 //! keeps the Secret), [`renewal`] (what is due when), [`material`] (what
 //! the Secret holds) and [`reload`] (serving a certificate that changes).
 
-pub mod material;
+pub(crate) mod material;
 pub mod reach;
 pub mod reload;
 pub mod renewal;

@@ -7,7 +7,7 @@
 
 pub mod http;
 pub mod metrics;
-pub mod origin;
+pub(crate) mod origin;
 pub mod secrets;
 pub mod spec;
 

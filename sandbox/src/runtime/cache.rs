@@ -23,7 +23,7 @@ pub fn digest(bytes: &[u8]) -> String {
 }
 
 /// Cache of compiled components.
-pub struct ComponentCache {
+pub(super) struct ComponentCache {
     dir: Option<PathBuf>,
     engine_hash: String,
     memory: Mutex<(HashMap<String, Component>, Vec<String>)>,
@@ -33,7 +33,7 @@ pub struct ComponentCache {
 
 impl ComponentCache {
     /// A cache for `engine`, persisting compiled code under `dir` if given.
-    pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
+    pub(super) fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
         let mut hasher = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         Self {
@@ -46,12 +46,12 @@ impl ComponentCache {
     }
 
     /// How many components this cache compiled (rather than reused).
-    pub fn compiles(&self) -> u64 {
+    pub(super) fn compiles(&self) -> u64 {
         self.compiles.load(Ordering::Relaxed)
     }
 
     /// How many components were loaded from the on-disk cache.
-    pub fn disk_hits(&self) -> u64 {
+    pub(super) fn disk_hits(&self) -> u64 {
         self.disk_hits.load(Ordering::Relaxed)
     }
 
@@ -62,7 +62,7 @@ impl ComponentCache {
     }
 
     /// The compiled component for `bytes` (whose sha256 is `digest`).
-    pub fn get_or_compile(
+    pub(super) fn get_or_compile(
         &self,
         engine: &Engine,
         name: &str,
@@ -96,7 +96,7 @@ impl ComponentCache {
 
     /// Drop `digest` from the memory cache; the disk cache keeps it, so the
     /// next load of it is a precompiled load.
-    pub fn forget(&self, digest: &str) {
+    pub(super) fn forget(&self, digest: &str) {
         let mut memory = self.memory.lock().unwrap();
         let (map, order) = &mut *memory;
         if map.remove(digest).is_some() {

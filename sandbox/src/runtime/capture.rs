@@ -17,7 +17,7 @@ const WRITE_PERMIT: usize = 64 << 10;
 /// An output stream that keeps the first `capacity` bytes written to it and
 /// drops the rest. Clones share the buffer.
 #[derive(Debug, Clone)]
-pub struct Capture {
+pub(super) struct Capture {
     capacity: usize,
     state: Arc<Mutex<Captured>>,
 }
@@ -30,7 +30,7 @@ struct Captured {
 
 impl Capture {
     /// A capture that keeps up to `capacity` bytes.
-    pub fn new(capacity: usize) -> Self {
+    pub(super) fn new(capacity: usize) -> Self {
         Self {
             capacity,
             state: Arc::default(),
@@ -38,12 +38,12 @@ impl Capture {
     }
 
     /// The bytes kept.
-    pub fn contents(&self) -> Vec<u8> {
+    pub(super) fn contents(&self) -> Vec<u8> {
         self.state.lock().unwrap().kept.clone()
     }
 
     /// How many bytes were dropped past the capacity.
-    pub fn dropped(&self) -> usize {
+    pub(super) fn dropped(&self) -> usize {
         self.state.lock().unwrap().dropped
     }
 

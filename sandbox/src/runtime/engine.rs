@@ -76,7 +76,7 @@ fn base_config() -> Config {
 
 /// Build the engine, with the pooling allocator where the platform allows it
 /// and the on-demand allocator otherwise.
-pub fn build_engine(settings: &EngineSettings) -> anyhow::Result<(Engine, Allocator)> {
+pub(super) fn build_engine(settings: &EngineSettings) -> anyhow::Result<(Engine, Allocator)> {
     if settings.pooling {
         // Two sets of call slots: a runtime's and one more from
         // `Runtime::with_own_slots` (the operator's admission policies).
@@ -117,14 +117,14 @@ pub fn build_engine(settings: &EngineSettings) -> anyhow::Result<(Engine, Alloca
 
 /// A background thread advancing the engine's epoch every [`EPOCH_TICK`];
 /// stops when dropped.
-pub struct EpochTicker {
+pub(super) struct EpochTicker {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl EpochTicker {
     /// Start ticking `engine`.
-    pub fn start(engine: Engine) -> Self {
+    pub(super) fn start(engine: Engine) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
@@ -143,7 +143,7 @@ impl EpochTicker {
     }
 
     /// Whether the ticker thread is still running (for liveness checks).
-    pub fn is_alive(&self) -> bool {
+    pub(super) fn is_alive(&self) -> bool {
         self.thread.as_ref().is_some_and(|t| !t.is_finished())
     }
 }
@@ -158,7 +158,7 @@ impl Drop for EpochTicker {
 }
 
 /// Epoch ticks a call with `deadline` may run for.
-pub fn deadline_ticks(deadline: Duration) -> u64 {
+pub(super) fn deadline_ticks(deadline: Duration) -> u64 {
     let tick = EPOCH_TICK.as_nanos();
     u64::try_from(deadline.as_nanos().div_ceil(tick))
         .unwrap_or(u64::MAX)

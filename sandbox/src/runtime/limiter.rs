@@ -12,7 +12,7 @@ const TABLE_ELEMENT_BYTES: usize = std::mem::size_of::<usize>();
 /// pass the limit, and remembers that it did, so a trap that follows is
 /// reported as out-of-memory rather than as a trap.
 #[derive(Debug)]
-pub struct MemoryLimiter {
+pub(super) struct MemoryLimiter {
     limit: usize,
     used: usize,
     /// The growth last allowed, taken back if it then fails.
@@ -22,7 +22,7 @@ pub struct MemoryLimiter {
 
 impl MemoryLimiter {
     /// A limiter for `limit` bytes in all.
-    pub fn new(limit: usize) -> Self {
+    pub(super) fn new(limit: usize) -> Self {
         Self {
             limit,
             used: 0,
@@ -32,13 +32,13 @@ impl MemoryLimiter {
     }
 
     /// Whether a growth was refused.
-    pub fn exceeded(&self) -> bool {
+    pub(super) fn exceeded(&self) -> bool {
         self.exceeded
     }
 
     /// Bytes of memories and tables the instance holds.
     #[cfg(test)]
-    pub fn used(&self) -> usize {
+    pub(crate) fn used(&self) -> usize {
         self.used
     }
 

@@ -118,7 +118,7 @@ fn truncate(text: &str, max: usize) -> &str {
 /// environment, no arguments, no network but what `grants` allow; stdout
 /// and stderr captured; the epoch deadline set (it stops wasm code; the
 /// caller's timer stops waits in host calls, HTTP requests included).
-pub fn new_store(
+pub(super) fn new_store(
     engine: &Engine,
     plugin: &str,
     limits: &Limits,

@@ -17,9 +17,9 @@ use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasmparser::{DataKind, Operator, Payload};
 
 /// The start of the SDK's array (`adapterHeap` in `go-sdk/internal/abi`).
-pub const HEADER: &[u8] = b"gantry:wasi-adapter-heap:v1\0";
+pub(super) const HEADER: &[u8] = b"gantry:wasi-adapter-heap:v1\0";
 /// The array's size (`AdapterHeapSize` in the SDK).
-pub const SIZE: u32 = 256 << 10;
+pub(super) const SIZE: u32 = 256 << 10;
 /// Where allocations start, past the header.
 const SKIP: u32 = 64;
 /// The name wit-component looks for.
@@ -108,7 +108,7 @@ fn allocator(heap: Range<u32>, next: u32) -> wasm_encoder::Function {
 }
 
 /// `module` with `cabi_realloc_adapter` added (see the module doc).
-pub fn add_allocator(module: &[u8]) -> anyhow::Result<Vec<u8>> {
+pub(super) fn add_allocator(module: &[u8]) -> anyhow::Result<Vec<u8>> {
     let base = find_heap(module)?;
     let heap = base + SKIP..base + SIZE;
 

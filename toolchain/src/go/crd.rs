@@ -11,14 +11,14 @@ use super::GO_TOOLCHAIN;
 use crate::cache;
 
 /// The controller-tools release whose controller-gen derives CRDs.
-pub const CONTROLLER_TOOLS: &str = "v0.23.0";
+pub(crate) const CONTROLLER_TOOLS: &str = "v0.23.0";
 
 /// The marker of a kind's root type.
 const ROOT_MARKER: &str = "+kubebuilder:object:root=true";
 
 /// What controller-gen prints for the Go plugin at `dir`: the CRDs of its
 /// root types (`None` when it has none).
-pub fn print_crd(dir: &Path) -> anyhow::Result<Option<Vec<u8>>> {
+pub(crate) fn print_crd(dir: &Path) -> anyhow::Result<Option<Vec<u8>>> {
     if !has_root_types(dir)? {
         return Ok(None);
     }

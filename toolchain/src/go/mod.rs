@@ -23,7 +23,7 @@
 //! the source hash, so a fresh clone of unchanged sources builds nothing.
 
 mod adapter_heap;
-pub mod crd;
+pub(crate) mod crd;
 mod world;
 
 pub use world::world_of;

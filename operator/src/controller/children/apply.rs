@@ -16,7 +16,7 @@ use crate::controller::report::Change;
 
 /// What applying the children did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct ApplyStats {
+pub(crate) struct ApplyStats {
     /// Children written.
     pub applied: usize,
     /// Children left alone: unchanged intent, live object still shows it.
@@ -25,7 +25,7 @@ pub struct ApplyStats {
 
 /// Apply every intent of `parent`; what the API server returned goes into
 /// `written`.
-pub async fn apply_children(
+pub(crate) async fn apply_children(
     ctx: &BindingContext,
     parent: &DynamicObject,
     intents: &[Intent],
@@ -122,7 +122,7 @@ pub async fn apply_children(
 
 /// A child as reports name it: `Kind name` (children are mostly in the
 /// parent's namespace, and the kind's group rarely tells two apart).
-pub fn child_name(kind: &str, name: &str) -> String {
+pub(crate) fn child_name(kind: &str, name: &str) -> String {
     format!("{kind} {name}")
 }
 

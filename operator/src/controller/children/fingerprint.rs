@@ -8,7 +8,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use serde_json::Value;
 
 /// A stable fingerprint of an object to apply.
-pub fn fingerprint(intent: &Value) -> u64 {
+pub(crate) fn fingerprint(intent: &Value) -> u64 {
     let mut hasher = DefaultHasher::new();
     intent.to_string().hash(&mut hasher);
     hasher.finish()
@@ -18,7 +18,7 @@ pub fn fingerprint(intent: &Value) -> u64 {
 /// object is in the live object with a value that shows it in turn; lists
 /// must have the same length, element by element. Fields the live object
 /// has beyond the intent (defaults, other managers) do not matter.
-pub fn reflects(live: &Value, intent: &Value) -> bool {
+pub(crate) fn reflects(live: &Value, intent: &Value) -> bool {
     match (live, intent) {
         (Value::Object(live), Value::Object(intent)) => intent
             .iter()

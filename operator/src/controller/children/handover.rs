@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use crate::controller::spec::{HandOverSpec, KindRef};
 
 /// The field manager that holds handed-over fields for binding `binding`.
-pub fn manager(binding: &str) -> String {
+pub(crate) fn manager(binding: &str) -> String {
     format!("gantry-handover/{binding}")
 }
 
@@ -29,7 +29,7 @@ fn get<'a>(object: &'a Value, path: &[&str]) -> Option<&'a Value> {
 
 /// The fields of `paths` that `intent` leaves out and `live` has, with
 /// their live values.
-pub fn released<'p>(
+pub(crate) fn released<'p>(
     paths: &'p [String],
     intent: &Value,
     live: &Value,
@@ -47,7 +47,7 @@ pub fn released<'p>(
 
 /// Whether the `Apply` entry of `manager` in `managed_fields` (the
 /// object's `metadata.managedFields`, as JSON) owns `path`.
-pub fn owns(managed_fields: &Value, manager: &str, path: &[&str]) -> bool {
+pub(crate) fn owns(managed_fields: &Value, manager: &str, path: &[&str]) -> bool {
     managed_fields
         .as_array()
         .into_iter()
@@ -66,7 +66,7 @@ pub fn owns(managed_fields: &Value, manager: &str, path: &[&str]) -> bool {
 
 /// The object a hand-over applies: the child's identity and `fields` at
 /// their values, nothing else.
-pub fn hand_over_object(intent: &Value, fields: &[(Vec<&str>, Value)]) -> Value {
+pub(crate) fn hand_over_object(intent: &Value, fields: &[(Vec<&str>, Value)]) -> Value {
     let mut metadata = Map::new();
     for key in ["name", "namespace"] {
         if let Some(value) = intent.pointer(&format!("/metadata/{key}")) {
@@ -98,7 +98,7 @@ pub fn hand_over_object(intent: &Value, fields: &[(Vec<&str>, Value)]) -> Value 
 /// `owner` owns. `live` is the child as last seen (none: not there), to
 /// read it again with its managed fields only when there is something to
 /// hand over. Whether a hand-over was applied.
-pub async fn hand_over(
+pub(crate) async fn hand_over(
     api: &Api<DynamicObject>,
     hand_over: &[HandOverSpec],
     binding: &str,

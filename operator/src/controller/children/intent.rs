@@ -17,7 +17,7 @@ use crate::policy::guardrail_policies::ChildIntent;
 
 /// A desired child as it will be applied.
 #[derive(Debug, Clone)]
-pub struct Intent {
+pub(crate) struct Intent {
     /// The child the plugin asked for.
     pub child: DesiredChild,
     /// Its kind, as an index into the binding's children.
@@ -29,7 +29,7 @@ pub struct Intent {
 
 impl Intent {
     /// The child as the cache has it now, if it does.
-    pub fn cached(&self, ctx: &BindingContext) -> Option<Arc<CachedObject>> {
+    pub(crate) fn cached(&self, ctx: &BindingContext) -> Option<Arc<CachedObject>> {
         let kind = &ctx.children[self.kind];
         let reference = ObjectRef::new_with(&self.child.name, kind.info.resource.clone());
         let reference = match &self.child.namespace {
@@ -41,7 +41,7 @@ impl Intent {
 
     /// The child as guardrail policies judge it: the object to apply, and
     /// the cached one it would replace.
-    pub fn judged<'a>(&'a self, ctx: &'a BindingContext) -> ChildIntent<'a> {
+    pub(crate) fn judged<'a>(&'a self, ctx: &'a BindingContext) -> ChildIntent<'a> {
         let info = &ctx.children[self.kind].info;
         ChildIntent {
             resource: &info.resource,
@@ -55,7 +55,7 @@ impl Intent {
     }
 
     /// The child's identity in the parent's ledger.
-    pub fn key(&self) -> ChildKey {
+    pub(crate) fn key(&self) -> ChildKey {
         (
             self.child.kind.clone(),
             self.child.namespace.clone(),
@@ -66,7 +66,7 @@ impl Intent {
 
 /// The intents of `desired`, children of `parent` (guardrails passed them,
 /// so every kind is declared).
-pub fn intents(
+pub(crate) fn intents(
     ctx: &BindingContext,
     parent: &DynamicObject,
     desired: Vec<DesiredChild>,

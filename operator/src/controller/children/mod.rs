@@ -13,21 +13,21 @@
 //!
 //! [`report`]: Written::report
 
-pub mod apply;
-pub mod fingerprint;
-pub mod handover;
-pub mod intent;
-pub mod prune;
-pub mod step;
-pub mod written;
+pub(crate) mod apply;
+pub(crate) mod fingerprint;
+pub(crate) mod handover;
+pub(crate) mod intent;
+pub(crate) mod prune;
+pub(crate) mod step;
+pub(crate) mod written;
 
 use std::sync::Arc;
 
 use kube::api::DynamicObject;
 use tracing::Instrument;
 
-pub use intent::{Intent, intents};
-pub use written::Written;
+pub(crate) use intent::{Intent, intents};
+pub(crate) use written::Written;
 
 use super::ReconcileError;
 use super::cached::CachedObject;
@@ -35,7 +35,7 @@ use super::context::{BindingContext, object_key};
 
 /// Apply the `intents` of `parent`, then prune the `observed` children no
 /// intent wants; what the writes did goes into `written`.
-pub async fn write(
+pub(crate) async fn write(
     ctx: &BindingContext,
     parent: &DynamicObject,
     intents: &[Intent],

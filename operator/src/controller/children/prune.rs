@@ -19,7 +19,7 @@ use crate::controller::report::Change;
 /// Delete the `observed` children (carrying our label and controller
 /// reference) that no `intents` want any more, noting each in `written`.
 /// Returns how many were deleted.
-pub async fn prune_children(
+pub(crate) async fn prune_children(
     ctx: &BindingContext,
     intents: &[Intent],
     observed: Vec<(usize, Arc<CachedObject>)>,

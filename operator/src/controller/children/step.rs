@@ -9,7 +9,7 @@ use crate::controller::context::is_our_child;
 
 /// What to do with one intent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// Ours, applied with this intent last time, and the live object
     /// still shows it: no write.
     Skip,
@@ -25,7 +25,7 @@ pub enum Step {
 /// The step for an intent `object` of binding `binding` and the parent
 /// with `uid`: `live` is the cached child and its JSON, `applied_before`
 /// whether the ledger has this intent as the last one applied.
-pub fn step(
+pub(crate) fn step(
     live: Option<(&CachedObject, &Value)>,
     binding: &str,
     uid: &str,

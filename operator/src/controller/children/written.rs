@@ -23,7 +23,7 @@ type Slot = (usize, Option<String>, String);
 
 /// What this reconcile's writes did to the parent's children.
 #[derive(Default)]
-pub struct Written {
+pub(crate) struct Written {
     /// Each child written: as the API server returned it, or `None` when
     /// pruned.
     children: BTreeMap<Slot, Option<Arc<CachedObject>>>,
@@ -45,7 +45,7 @@ pub struct Written {
 impl Written {
     /// Nothing written yet; the children carry `intents`, as the ledger
     /// has them.
-    pub fn new(intents: AppliedIntents) -> Self {
+    pub(crate) fn new(intents: AppliedIntents) -> Self {
         Self {
             intents,
             ..Self::default()
@@ -54,7 +54,13 @@ impl Written {
 
     /// Our apply of `key`, a child of kind `kind`, with the intent `print`
     /// returned `object` (kept as the caches keep objects).
-    pub fn applied(&mut self, kind: usize, key: &ChildKey, print: u64, object: DynamicObject) {
+    pub(crate) fn applied(
+        &mut self,
+        kind: usize,
+        key: &ChildKey,
+        print: u64,
+        object: DynamicObject,
+    ) {
         self.intents.record(key, print);
         let object = Arc::new(CachedObject::new(object));
         let slot = (kind, object.namespace(), object.name_any());
@@ -64,7 +70,7 @@ impl Written {
     }
 
     /// We pruned `key`, a child of kind `kind`.
-    pub fn pruned(&mut self, kind: usize, key: ChildKey) {
+    pub(crate) fn pruned(&mut self, kind: usize, key: ChildKey) {
         self.gone(&key);
         let (_, namespace, name) = key;
         let slot = (kind, namespace, name);
@@ -75,19 +81,19 @@ impl Written {
 
     /// `key` is gone without our delete (or replaced): it carries no
     /// intent of ours.
-    pub fn gone(&mut self, key: &ChildKey) {
+    pub(crate) fn gone(&mut self, key: &ChildKey) {
         self.intents.forget(key);
     }
 
     /// Whether `key` was last applied with the intent `print`, by this
     /// reconcile or, before it, as the ledger has it.
-    pub fn applied_as(&self, key: &ChildKey, print: u64) -> bool {
+    pub(crate) fn applied_as(&self, key: &ChildKey, print: u64) -> bool {
         self.intents.applied_as(key, print)
     }
 
     /// The child `name` (in `namespace`) of kind `kind` as this reconcile
     /// last applied it, if it did (the cache may not show it yet).
-    pub fn applied_object(
+    pub(crate) fn applied_object(
         &self,
         kind: usize,
         namespace: Option<&str>,
@@ -98,12 +104,12 @@ impl Written {
     }
 
     /// Whether anything was written since the plugin was last called.
-    pub fn changed_since_call(&self) -> bool {
+    pub(crate) fn changed_since_call(&self) -> bool {
         !self.unseen.is_empty() || self.pruned_unseen
     }
 
     /// Why the plugin is called again: the child written last changed.
-    pub fn trigger(&self, kinds: &[ChildKind]) -> Option<Trigger> {
+    pub(crate) fn trigger(&self, kinds: &[ChildKind]) -> Option<Trigger> {
         let (kind, namespace, name) = self.last.clone()?;
         let kind = &kinds[kind].info.kind;
         Some(Trigger::ChildChanged(ObjectRef {
@@ -116,7 +122,7 @@ impl Written {
 
     /// The parent's children: `cached` (in the cache's order: kind, then
     /// namespace and name) with this reconcile's writes over them.
-    pub fn observed(
+    pub(crate) fn observed(
         &self,
         cached: Vec<(usize, Arc<CachedObject>)>,
     ) -> Vec<(usize, Arc<CachedObject>)> {
@@ -142,7 +148,7 @@ impl Written {
     /// The plugin is called on what was written so far: the versions
     /// written since its last call are shown to it, so their watch events
     /// will not be news.
-    pub fn show(&mut self, kinds: &[ChildKind]) {
+    pub(crate) fn show(&mut self, kinds: &[ChildKind]) {
         self.pruned_unseen = false;
         let shown = self.unseen.drain(..).map(|(kind, obj)| {
             (
@@ -158,7 +164,7 @@ impl Written {
     }
 
     /// What the writes leave in the parent's ledger.
-    pub fn report(&mut self) -> ChildReport {
+    pub(crate) fn report(&mut self) -> ChildReport {
         ChildReport {
             applied: self.intents.clone(),
             shown: std::mem::take(&mut self.shown),

@@ -4,8 +4,8 @@
 //! policies, which [`judge`] each child as it will be applied (its intent,
 //! see `children`).
 
-pub mod checks;
-pub mod names;
+pub(crate) mod checks;
+pub(crate) mod names;
 
 use kube::ResourceExt;
 use kube::api::DynamicObject;

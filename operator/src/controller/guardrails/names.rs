@@ -7,13 +7,13 @@
 use gantry_kube::names::{is_dns1035_label, is_dns1123_label, is_dns1123_subdomain};
 
 /// A path segment: not `.` or `..`, without `/` or `%`.
-pub fn is_path_segment(name: &str) -> bool {
+pub(crate) fn is_path_segment(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '%'])
 }
 
 /// Whether `name` is a valid name for an object of `kind` in `group`, as
 /// the API server would judge it.
-pub fn is_valid_name(group: &str, kind: &str, name: &str) -> bool {
+pub(crate) fn is_valid_name(group: &str, kind: &str, name: &str) -> bool {
     match (group, kind) {
         ("", "Service") => is_dns1035_label(name),
         ("", "Namespace") => is_dns1123_label(name),

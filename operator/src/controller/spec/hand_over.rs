@@ -36,7 +36,10 @@ const NOT_HANDED_OVER: &[&str] = &["apiVersion", "kind", "metadata", "status"];
 /// Check `hand_over` against the binding's `children`: every kind declared,
 /// every path a dotted path of map keys outside the identity, metadata and
 /// status, none twice. `Err` is the field and what is wrong.
-pub fn check(hand_over: &[HandOverSpec], children: &[KindRef]) -> Result<(), (String, String)> {
+pub(super) fn check(
+    hand_over: &[HandOverSpec],
+    children: &[KindRef],
+) -> Result<(), (String, String)> {
     for (i, entry) in hand_over.iter().enumerate() {
         let at = format!("handOver[{i}]");
         let kind = entry.kind_ref();

@@ -15,7 +15,7 @@ pub struct DigestCache {
 }
 
 /// Whether `hex` is 64 lowercase hex digits.
-pub fn is_sha256_hex(hex: &str) -> bool {
+pub(crate) fn is_sha256_hex(hex: &str) -> bool {
     hex.len() == 64
         && hex
             .bytes()

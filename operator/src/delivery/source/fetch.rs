@@ -337,7 +337,7 @@ impl Fetcher {
 
 /// Delay after failed try `n` (1-based): base·2ⁿ⁻¹ capped, then a random
 /// point in its upper half.
-pub fn backoff(settings: &FetchSettings, n: u32) -> Duration {
+pub(crate) fn backoff(settings: &FetchSettings, n: u32) -> Duration {
     let exp = settings
         .backoff_base
         .saturating_mul(1 << (n - 1).min(20))

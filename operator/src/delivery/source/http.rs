@@ -52,7 +52,7 @@ fn transport(e: reqwest::Error) -> FetchError {
 }
 
 /// GET `url`; the body, at most `settings.max_bytes` long.
-pub async fn download(
+pub(crate) async fn download(
     url: &str,
     insecure: bool,
     settings: &FetchSettings,

@@ -16,11 +16,11 @@
 //! Fetching is async and never blocks the executor: hashing and file I/O
 //! run on the blocking pool.
 
-pub mod cache;
-pub mod fetch;
-pub mod http;
+pub(crate) mod cache;
+pub(crate) mod fetch;
+pub(crate) mod http;
 pub mod oci;
-pub mod spec;
+pub(crate) mod spec;
 
 pub use cache::DigestCache;
 pub use fetch::{FetchError, FetchSettings, Fetched, Fetcher};

@@ -54,7 +54,7 @@ impl std::fmt::Display for PluginSource {
 }
 
 /// Whether `host` (no port, IPv6 without brackets) is a loopback address.
-pub fn is_loopback_host(host: &str) -> bool {
+pub(crate) fn is_loopback_host(host: &str) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     host.eq_ignore_ascii_case("localhost")
         || host
@@ -63,7 +63,7 @@ pub fn is_loopback_host(host: &str) -> bool {
 }
 
 /// The host of a `host[:port]` authority.
-pub fn authority_host(authority: &str) -> &str {
+pub(crate) fn authority_host(authority: &str) -> &str {
     if let Some(rest) = authority.strip_prefix('[') {
         return rest.split(']').next().unwrap_or(rest);
     }
