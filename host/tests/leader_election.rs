@@ -145,7 +145,7 @@ async fn two_shards_split_the_parents(backend: Backend) {
                 &format!("shard-{i}"),
                 &logs[i],
                 &shard,
-                "gantry::controller=debug",
+                "gantry_operator::controller=debug",
             )
         })
         .collect();

@@ -314,7 +314,7 @@ async fn otlp_exports_one_trace_per_reconcile(backend: Backend) {
         ],
         &[
             ("OTEL_BSP_SCHEDULE_DELAY", "200"),
-            ("RUST_LOG", "info,gantry::controller=debug"),
+            ("RUST_LOG", "info,gantry_operator::controller=debug"),
         ],
         false,
     );
