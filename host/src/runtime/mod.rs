@@ -232,9 +232,13 @@ impl Runtime {
             .map_err(|e| CallError::Host(e.to_string()))
     }
 
-    /// Wait for a free slot from synchronous code.
+    /// Wait for a free slot from synchronous code (without entering an
+    /// async runtime when one is free).
     pub(crate) fn slot_blocking(&self) -> Result<call::Slot, CallError> {
-        call::block_on(|| self.slot())
+        match self.slots.calls.clone().try_acquire_owned() {
+            Ok(slot) => Ok(slot),
+            Err(_) => call::block_on(|| self.slot()),
+        }
     }
 
     /// Take a slot, then run `call` with it on the blocking pool. The call
