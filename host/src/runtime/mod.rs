@@ -24,7 +24,7 @@ use tokio::sync::Semaphore;
 use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
-pub use cache::digest;
+pub use cache::{ComponentBytes, digest};
 pub use engine::{
     Allocator, EPOCH_TICK, EngineSettings, MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES,
 };
@@ -172,14 +172,46 @@ impl Runtime {
         name: &str,
         bytes: &[u8],
     ) -> Result<Arc<ReconcilerPlugin>, LoadError> {
-        let (digest, component) = self.compile(name, bytes)?;
-        ReconcilerPlugin::new(self.clone(), name, digest, &component).map(Arc::new)
+        self.load_reconciler_digested(name, &digest(bytes), bytes)
+    }
+
+    /// Load a reconcile plugin from bytes whose digest is already known,
+    /// without hashing them again (a large component's sha256 is most of a
+    /// precompiled load).
+    pub fn load_reconciler_from(
+        &self,
+        name: &str,
+        component: &ComponentBytes,
+    ) -> Result<Arc<ReconcilerPlugin>, LoadError> {
+        self.load_reconciler_digested(name, component.digest(), component.bytes())
+    }
+
+    fn load_reconciler_digested(
+        &self,
+        name: &str,
+        digest: &str,
+        bytes: &[u8],
+    ) -> Result<Arc<ReconcilerPlugin>, LoadError> {
+        let component = self.compile(name, digest, bytes)?;
+        ReconcilerPlugin::new(self.clone(), name, digest.to_string(), &component).map(Arc::new)
     }
 
     /// Load an admission policy plugin from component bytes.
     pub fn load_policy(&self, name: &str, bytes: &[u8]) -> Result<Arc<PolicyPlugin>, LoadError> {
-        let (digest, component) = self.compile(name, bytes)?;
-        PolicyPlugin::new(self.clone(), name, digest, &component).map(Arc::new)
+        let digest = digest(bytes);
+        let compiled = self.compile(name, &digest, bytes)?;
+        PolicyPlugin::new(self.clone(), name, digest, &compiled).map(Arc::new)
+    }
+
+    /// Load an admission policy plugin from bytes whose digest is known.
+    pub fn load_policy_from(
+        &self,
+        name: &str,
+        component: &ComponentBytes,
+    ) -> Result<Arc<PolicyPlugin>, LoadError> {
+        let digest = component.digest();
+        let compiled = self.compile(name, digest, component.bytes())?;
+        PolicyPlugin::new(self.clone(), name, digest.to_string(), &compiled).map(Arc::new)
     }
 
     /// Load a CRD converter plugin from component bytes.
@@ -188,8 +220,20 @@ impl Runtime {
         name: &str,
         bytes: &[u8],
     ) -> Result<Arc<ConverterPlugin>, LoadError> {
-        let (digest, component) = self.compile(name, bytes)?;
-        ConverterPlugin::new(self.clone(), name, digest, &component).map(Arc::new)
+        let digest = digest(bytes);
+        let compiled = self.compile(name, &digest, bytes)?;
+        ConverterPlugin::new(self.clone(), name, digest, &compiled).map(Arc::new)
+    }
+
+    /// Load a CRD converter plugin from bytes whose digest is known.
+    pub fn load_converter_from(
+        &self,
+        name: &str,
+        component: &ComponentBytes,
+    ) -> Result<Arc<ConverterPlugin>, LoadError> {
+        let digest = component.digest();
+        let compiled = self.compile(name, digest, component.bytes())?;
+        ConverterPlugin::new(self.clone(), name, digest.to_string(), &compiled).map(Arc::new)
     }
 
     /// Forget the compiled component of `digest` held in memory (the disk
@@ -199,19 +243,17 @@ impl Runtime {
         self.inner.cache.forget(digest);
     }
 
-    /// The component of `bytes` and its digest: compiled, unless the digest
-    /// is cached.
+    /// The compiled component of `bytes`, whose sha256 is `digest`:
+    /// compiled, unless the digest is cached.
     fn compile(
         &self,
         name: &str,
+        digest: &str,
         bytes: &[u8],
-    ) -> Result<(String, wasmtime::component::Component), LoadError> {
-        let digest = digest(bytes);
-        let component =
-            self.inner
-                .cache
-                .get_or_compile(&self.inner.engine, name, &digest, bytes)?;
-        Ok((digest, component))
+    ) -> Result<wasmtime::component::Component, LoadError> {
+        self.inner
+            .cache
+            .get_or_compile(&self.inner.engine, name, digest, bytes)
     }
 
     pub(crate) fn engine(&self) -> &Engine {
