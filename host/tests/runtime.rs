@@ -337,8 +337,12 @@ fn reloading_a_known_digest_does_not_compile_again() {
         .unwrap();
 
     // A corrupt cache entry is discarded and recompiled, not trusted.
+    // (Each entry is a directory: its compiled file and that file's stamp;
+    // host/tests/compile_cache.rs tries more ways of spoiling one.)
     for entry in std::fs::read_dir(cache.path()).unwrap() {
-        std::fs::write(entry.unwrap().path(), b"garbage").unwrap();
+        let code = entry.unwrap().path().join("component.cwasm");
+        std::fs::remove_file(&code).unwrap();
+        std::fs::write(&code, b"garbage").unwrap();
     }
     let rt3 = Runtime::new(RuntimeSettings {
         cache_dir: Some(cache.path().to_path_buf()),

@@ -3,6 +3,7 @@
 //! the checks a response must pass to be accepted.
 
 mod conversion;
+mod json;
 mod policy;
 mod reconcile;
 

@@ -21,16 +21,11 @@ pub fn strip_managed_fields(obj: &Value) -> Value {
 }
 
 fn json_text(value: &Value) -> String {
-    value.to_string()
+    super::json::text(value)
 }
 
 fn object_text(obj: &Value) -> String {
-    let has_managed = obj.pointer("/metadata/managedFields").is_some();
-    if has_managed {
-        strip_managed_fields(obj).to_string()
-    } else {
-        obj.to_string()
-    }
+    super::json::object_text(obj)
 }
 
 fn wit_ref(r: &ObjectRef) -> WitObjectRef {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig,
+    ProfilingStrategy,
 };
 
 /// How often the epoch advances; deadlines are rounded up to this.
@@ -71,6 +72,12 @@ fn base_config() -> Config {
     config.concurrency_support(false);
     config.epoch_interruption(true);
     config.cranelift_opt_level(OptLevel::Speed);
+    // For `perf`: with GANTRY_WASM_PERFMAP set, compiled plugin code is
+    // listed in /tmp/perf-PID.map, so that samples in it are named by
+    // function (docs/benchmarks.md).
+    if std::env::var_os("GANTRY_WASM_PERFMAP").is_some() {
+        config.profiler(ProfilingStrategy::PerfMap);
+    }
     config
 }
 

@@ -26,7 +26,7 @@ use wasmtime::component::{HasSelf, Linker};
 
 pub use crate::error::{CallError, LoadError};
 pub use crate::limits::Limits;
-pub use cache::digest;
+pub use cache::{ComponentBytes, digest};
 pub use engine::{
     Allocator, EPOCH_TICK, EngineSettings, MAX_CORE_INSTANCES, MAX_MEMORIES, MAX_TABLES,
 };
@@ -168,14 +168,46 @@ impl Runtime {
         name: &str,
         bytes: &[u8],
     ) -> Result<Arc<ReconcilerPlugin>, LoadError> {
-        let (digest, component) = self.compile(name, bytes)?;
-        ReconcilerPlugin::new(self.clone(), name, digest, &component).map(Arc::new)
+        self.load_reconciler_digested(name, &digest(bytes), bytes)
+    }
+
+    /// Load a reconcile plugin from bytes whose digest is already known,
+    /// without hashing them again (a large component's sha256 is most of a
+    /// precompiled load).
+    pub fn load_reconciler_from(
+        &self,
+        name: &str,
+        component: &ComponentBytes,
+    ) -> Result<Arc<ReconcilerPlugin>, LoadError> {
+        self.load_reconciler_digested(name, component.digest(), component.bytes())
+    }
+
+    fn load_reconciler_digested(
+        &self,
+        name: &str,
+        digest: &str,
+        bytes: &[u8],
+    ) -> Result<Arc<ReconcilerPlugin>, LoadError> {
+        let component = self.compile(name, digest, bytes)?;
+        ReconcilerPlugin::new(self.clone(), name, digest.to_string(), &component).map(Arc::new)
     }
 
     /// Load an admission policy plugin from component bytes.
     pub fn load_policy(&self, name: &str, bytes: &[u8]) -> Result<Arc<PolicyPlugin>, LoadError> {
-        let (digest, component) = self.compile(name, bytes)?;
-        PolicyPlugin::new(self.clone(), name, digest, &component).map(Arc::new)
+        let digest = digest(bytes);
+        let compiled = self.compile(name, &digest, bytes)?;
+        PolicyPlugin::new(self.clone(), name, digest, &compiled).map(Arc::new)
+    }
+
+    /// Load an admission policy plugin from bytes whose digest is known.
+    pub fn load_policy_from(
+        &self,
+        name: &str,
+        component: &ComponentBytes,
+    ) -> Result<Arc<PolicyPlugin>, LoadError> {
+        let digest = component.digest();
+        let compiled = self.compile(name, digest, component.bytes())?;
+        PolicyPlugin::new(self.clone(), name, digest.to_string(), &compiled).map(Arc::new)
     }
 
     /// Load a CRD converter plugin from component bytes.
@@ -184,8 +216,20 @@ impl Runtime {
         name: &str,
         bytes: &[u8],
     ) -> Result<Arc<ConverterPlugin>, LoadError> {
-        let (digest, component) = self.compile(name, bytes)?;
-        ConverterPlugin::new(self.clone(), name, digest, &component).map(Arc::new)
+        let digest = digest(bytes);
+        let compiled = self.compile(name, &digest, bytes)?;
+        ConverterPlugin::new(self.clone(), name, digest, &compiled).map(Arc::new)
+    }
+
+    /// Load a CRD converter plugin from bytes whose digest is known.
+    pub fn load_converter_from(
+        &self,
+        name: &str,
+        component: &ComponentBytes,
+    ) -> Result<Arc<ConverterPlugin>, LoadError> {
+        let digest = component.digest();
+        let compiled = self.compile(name, digest, component.bytes())?;
+        ConverterPlugin::new(self.clone(), name, digest.to_string(), &compiled).map(Arc::new)
     }
 
     /// Forget the compiled component of `digest` held in memory (the disk
@@ -195,19 +239,17 @@ impl Runtime {
         self.inner.cache.forget(digest);
     }
 
-    /// The component of `bytes` and its digest: compiled, unless the digest
-    /// is cached.
+    /// The compiled component of `bytes`, whose sha256 is `digest`:
+    /// compiled, unless the digest is cached.
     fn compile(
         &self,
         name: &str,
+        digest: &str,
         bytes: &[u8],
-    ) -> Result<(String, wasmtime::component::Component), LoadError> {
-        let digest = digest(bytes);
-        let component =
-            self.inner
-                .cache
-                .get_or_compile(&self.inner.engine, name, &digest, bytes)?;
-        Ok((digest, component))
+    ) -> Result<wasmtime::component::Component, LoadError> {
+        self.inner
+            .cache
+            .get_or_compile(&self.inner.engine, name, digest, bytes)
     }
 
     pub(crate) fn engine(&self) -> &Engine {
@@ -228,9 +270,13 @@ impl Runtime {
             .map_err(|e| CallError::Host(e.to_string()))
     }
 
-    /// Wait for a free slot from synchronous code.
+    /// Wait for a free slot from synchronous code (without entering an
+    /// async runtime when one is free).
     pub(crate) fn slot_blocking(&self) -> Result<call::Slot, CallError> {
-        call::block_on(|| self.slot())
+        match self.slots.calls.clone().try_acquire_owned() {
+            Ok(slot) => Ok(slot),
+            Err(_) => call::block_on(|| self.slot()),
+        }
     }
 
     /// Take a slot, then run `call` with it on the blocking pool. The call
