@@ -12,7 +12,7 @@ use std::fmt::Write as _; // `write!` to a `String` cannot fail.
 use serde_json::Value;
 
 /// `object` as compact JSON text, without its own `metadata.managedFields`.
-pub fn object_text(object: &Value) -> String {
+pub(crate) fn object_text(object: &Value) -> String {
     let mut out = String::with_capacity(256);
     match object {
         Value::Object(map) => {
@@ -40,7 +40,7 @@ pub fn object_text(object: &Value) -> String {
 }
 
 /// `value` as compact JSON text.
-pub fn text(value: &Value) -> String {
+pub(crate) fn text(value: &Value) -> String {
     let mut out = String::with_capacity(64);
     write_value(&mut out, value);
     out
