@@ -50,7 +50,7 @@ fn fanout_resource() -> ApiResource {
 
 /// Install example `name`'s CRD (once: CRDs are cluster-wide and kept).
 async fn crd(client: &Client, name: &str) {
-    let file = gantry::dev::example_dir(name).join("crd.yaml");
+    let file = gantry::examples::source_dir(name).join("crd.yaml");
     gantry::dev::apply_file(client, &file).await.expect("CRD");
     let crd: Value = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     gantry::dev::wait_for_crd(client, crd["metadata"]["name"].as_str().unwrap())
@@ -149,7 +149,7 @@ async fn the_chart_runs_the_operator_which_runs_the_memcached_sample() {
     let samples = "ic-sample-apps";
     release.namespace(samples).await;
     let mut sample: Value = serde_yaml::from_str(
-        &std::fs::read_to_string(gantry::dev::example_dir("memcached").join("example.yaml"))
+        &std::fs::read_to_string(gantry::examples::source_dir("memcached").join("example.yaml"))
             .unwrap(),
     )
     .unwrap();

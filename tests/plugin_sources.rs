@@ -390,7 +390,7 @@ async fn plugin_push_publishes_a_component_that_binds_by_digest() {
     assert_eq!(fetched.bytes, component);
 
     // `plugin run` takes the artifact itself.
-    let parent = gantry::dev::example_dir("memcached").join("example.yaml");
+    let parent = gantry::examples::source_dir("memcached").join("example.yaml");
     assert_eq!(
         run(gantry(&[
             "plugin",
@@ -548,7 +548,7 @@ async fn plugin_apply_publishes_to_the_registry_named_once(backend: Backend) {
     env.install_example("memcached").await;
     let memcached = gantry::toolchain::example_plugin("memcached").expect("Rust plugin");
     let dir = tempfile::tempdir().unwrap();
-    let binding = gantry::dev::example_dir("memcached").join("binding.yaml");
+    let binding = gantry::examples::source_dir("memcached").join("binding.yaml");
     let kubeconfig = env.server.kubeconfig().to_path_buf();
     let apply = |seed: u64, extra: &[&str]| {
         let file = dir.path().join(format!("memcached-{seed}.wasm"));

@@ -144,7 +144,7 @@ async fn js_python_and_go_from_http_rust_from_oci_and_c_inline_reconcile_in_the_
 
     // Parent kinds: Memcached for Rust, JsMemcached, PyMemcached, CMemcached.
     for crd in
-        gantry::manifest::read_objects(&gantry::dev::example_dir("memcached").join("crd.yaml"))
+        gantry::manifest::read_objects(&gantry::examples::source_dir("memcached").join("crd.yaml"))
             .unwrap()
     {
         env.apply(crd).await;

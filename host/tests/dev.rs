@@ -24,7 +24,7 @@ async fn dev_runs_the_examples_and_policies_on_an_existing_cluster(backend: Back
     // `gantry dev` uses first, so that neither a cold Go build nor
     // compiling its 16 MB component holds up what the waits below expect.
     tokio::task::spawn_blocking(|| {
-        let built = gantry::toolchain::go::build_plugin(&gantry::dev::example_dir("guestbook"))
+        let built = gantry::toolchain::go::build_plugin(&gantry::examples::source_dir("guestbook"))
             .expect("the Guestbook plugin builds");
         let runtime = gantry::runtime::Runtime::new(gantry::runtime::RuntimeSettings {
             cache_dir: gantry::runtime::default_compile_cache_dir(),

@@ -204,7 +204,7 @@ async fn parents_converge_after_faults_with_nothing_lost_or_duplicated(backend: 
     .unwrap();
     let client = gantry_test_support::client_for(&kubeconfig).await.unwrap();
 
-    let fanout = gantry::dev::example_dir("fanout");
+    let fanout = gantry::examples::source_dir("fanout");
     gantry::dev::apply_file(&client, &fanout.join("crd.yaml"))
         .await
         .unwrap();

@@ -266,7 +266,7 @@ async fn plugin_run_grants_what_the_binding_grants() {
     let dir = tempfile::tempdir().unwrap();
     let wasm = dir.path().join("backup_job.wasm");
     std::fs::write(&wasm, example_plugin("backup-job").unwrap()).unwrap();
-    let example = gantry::dev::example_dir("backup-job");
+    let example = gantry::examples::source_dir("backup-job");
     let binding = dir.path().join("binding.yaml");
     std::fs::write(
         &binding,

@@ -150,7 +150,7 @@ async fn a_scoped_operator_with_only_roles_reconciles_its_namespaces_and_names_m
 
 #[test]
 fn gantry_rbac_prints_helm_values_and_refuses_without_bindings() {
-    let binding = gantry::dev::example_dir("memcached").join("binding.yaml");
+    let binding = gantry::examples::source_dir("memcached").join("binding.yaml");
     let out = Command::new(env!("CARGO_BIN_EXE_gantry"))
         .args(["rbac", "--helm-values", "--binding"])
         .arg(&binding)

@@ -27,7 +27,7 @@ async fn metrics_expose_every_family_after_a_reconcile(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let (server, client, kubeconfig) = cluster(backend, Some("memcached")).await;
     // A second binding whose plugin never returns, for the breach counters.
-    let database = gantry::dev::example_dir("database");
+    let database = gantry::examples::source_dir("database");
     gantry::dev::apply_file(&client, &database.join("crd.yaml"))
         .await
         .unwrap();
@@ -156,7 +156,7 @@ rollout: {shadow: false}
 async fn sigterm_mid_reconcile_finishes_it_and_exits_cleanly(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let (server, client, kubeconfig) = cluster(backend, None).await;
-    let crd_path = gantry::dev::example_dir("memcached").join("crd.yaml");
+    let crd_path = gantry::examples::source_dir("memcached").join("crd.yaml");
     gantry::dev::apply_file(&client, &crd_path).await.unwrap();
     gantry::dev::wait_for_crd(&client, "memcacheds.cache.example.com")
         .await

@@ -298,7 +298,7 @@ async fn a_policy_goes_into_service_with_plugin_apply(backend: Backend) {
         gantry::toolchain::example_plugin("disallow-privileged").unwrap(),
     )
     .unwrap();
-    let policy: PathBuf = gantry::dev::example_dir("disallow-privileged").join("policy.yaml");
+    let policy: PathBuf = gantry::examples::source_dir("disallow-privileged").join("policy.yaml");
     let mut args = strings(&["plugin", "apply"]);
     args.push(component.display().to_string());
     args.extend(strings(&["--binding"]));

@@ -8,8 +8,6 @@ pub mod converters;
 pub(crate) mod install;
 pub(crate) mod loopback;
 
-use std::path::PathBuf;
-
 use anyhow::Context;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams};
@@ -60,17 +58,12 @@ pub async fn apply_binding(client: &Client, cm: &ConfigMap) -> anyhow::Result<()
     Ok(())
 }
 
-/// The directory of example `name` in this source tree.
-pub fn example_dir(name: &str) -> PathBuf {
-    examples::source_dir(name)
-}
-
 /// The component of example `name` built from this source tree: its Rust
 /// crate (with every example of the workspace, once per process), or its
 /// Go module (Guestbook). Blocks while it builds. `gantry dev` uses the
 /// components embedded in the binary instead ([`examples::component`]).
 pub fn build_example(name: &str) -> anyhow::Result<Vec<u8>> {
-    let dir = example_dir(name);
+    let dir = examples::source_dir(name);
     if gantry_toolchain::go::is_go_plugin(&dir) {
         let built = gantry_toolchain::go::build_plugin(&dir)?;
         std::fs::read(&built).with_context(|| format!("reading {}", built.display()))

@@ -210,7 +210,7 @@ fn polyglot_memcached() -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     ]
     .into_iter()
     .map(|name| {
-        let dir = gantry_dev_tools::dev::example_dir(name);
+        let dir = gantry_dev_tools::examples::source_dir(name);
         let path = gantry_toolchain::build_any(&dir, &gantry_toolchain::BuildOptions::default())?;
         Ok((name.to_string(), std::fs::read(&path)?))
     })
