@@ -53,7 +53,10 @@ async fn http_downloads_are_verified_cached_retried_and_capped() {
         .await
         .expect("fetched after retries");
     let download = started.elapsed();
-    assert_eq!((first.bytes.len(), &first.digest), (bytes.len(), &digest));
+    assert_eq!(
+        (first.component.bytes().len(), first.component.digest()),
+        (bytes.len(), &digest[..])
+    );
     assert!(!first.from_cache);
     assert_eq!(server.hits("p.wasm"), 3);
     let cached = cache.path().join("sha256").join(&digest);
@@ -147,7 +150,7 @@ async fn http_downloads_are_verified_cached_retried_and_capped() {
     .fetch(&url_source(server.url("moved.wasm")), Some(&digest))
     .await
     .expect("a loopback redirect is followed");
-    assert_eq!(moved.bytes.len(), bytes.len());
+    assert_eq!(moved.component.bytes().len(), bytes.len());
     server.redirect("away.wasm", "http://plugins.example.com/p.wasm");
     let err = small
         .fetch(&url_source(server.url("away.wasm")), Some(&digest))
@@ -209,8 +212,8 @@ async fn oci_artifacts_are_pushed_resolved_verified_and_cached() {
         "pulled 8 MiB from the loopback registry in {:?}",
         started.elapsed()
     );
-    assert_eq!(pulled.bytes, bytes);
-    assert_eq!(pulled.digest, digest);
+    assert_eq!(pulled.component.bytes(), bytes);
+    assert_eq!(pulled.component.digest(), digest);
     assert!(!pulled.from_cache);
     assert_eq!(pulled.resolved.as_deref(), Some(pushed.reference.as_str()));
 
@@ -265,7 +268,7 @@ async fn oci_artifacts_are_pushed_resolved_verified_and_cached() {
     registry.kill();
     let offline = fetcher.fetch(&by_digest, Some(&digest)).await.unwrap();
     assert!(offline.from_cache);
-    assert_eq!(offline.bytes, bytes);
+    assert_eq!(offline.component.bytes(), bytes);
     assert_eq!(offline.resolved.as_deref(), Some(pushed.reference.as_str()));
     let offline = fetcher.fetch(&by_tag, Some(&digest)).await.unwrap();
     assert!(offline.from_cache);
@@ -342,7 +345,7 @@ async fn an_oci_image_that_is_not_a_wasm_artifact_is_refused() {
         )
         .await
         .expect("legacy layout");
-    assert_eq!(fetched.bytes, bytes);
+    assert_eq!(fetched.component.bytes(), bytes);
 }
 
 #[tokio::test]
@@ -387,7 +390,7 @@ async fn plugin_push_publishes_a_component_that_binds_by_digest() {
         )
         .await
         .expect("pull what plugin push published");
-    assert_eq!(fetched.bytes, component);
+    assert_eq!(fetched.component.bytes(), component);
 
     // `plugin run` takes the artifact itself.
     let parent = gantry::examples::source_dir("memcached").join("example.yaml");

@@ -24,7 +24,7 @@ fn pull(reference: &str) -> anyhow::Result<(String, Vec<u8>)> {
     eprintln!(
         "pulled {} (sha256 {})",
         fetched.resolved.as_deref().unwrap_or(reference),
-        fetched.digest
+        fetched.component.digest()
     );
     let name = reference
         .rsplit('/')
@@ -32,7 +32,7 @@ fn pull(reference: &str) -> anyhow::Result<(String, Vec<u8>)> {
         .and_then(|last| last.split([':', '@']).next())
         .unwrap_or("plugin")
         .to_string();
-    Ok((name, fetched.bytes))
+    Ok((name, fetched.component.into_bytes()))
 }
 
 /// The component bytes and a display name: `path` itself, the component

@@ -35,8 +35,7 @@ pub fn load(runtime: &Runtime, plugin: &str, policy_yaml: &str) -> LoadedPolicy 
     let binding = PolicyBinding {
         spec,
         plugin: gantry::delivery::PluginBytes {
-            digest: gantry::runtime::digest(&bytes),
-            bytes,
+            component: gantry::runtime::ComponentBytes::new(bytes),
             source: None,
         },
     };

@@ -214,12 +214,13 @@ impl Lifecycle for Bindings {
             let bytes = fetched?;
             let failed = |e: String| Refusal::new("PluginLoadFailed", e);
             let name = spec.name.clone();
-            let component = bytes.bytes;
-            let plugin =
-                tokio::task::spawn_blocking(move || runtime.load_reconciler(&name, &component))
-                    .await
-                    .map_err(|e| failed(e.to_string()))?
-                    .map_err(|e| failed(e.to_string()))?;
+            let component = bytes.component;
+            let plugin = tokio::task::spawn_blocking(move || {
+                runtime.load_reconciler_from(&name, &component)
+            })
+            .await
+            .map_err(|e| failed(e.to_string()))?
+            .map_err(|e| failed(e.to_string()))?;
             if plugin.imports_http() && spec.capabilities.http.is_none() {
                 return Err(Refusal::new(
                     "CapabilityNotGranted",

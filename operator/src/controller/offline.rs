@@ -74,7 +74,7 @@ impl OfflineBinding {
             .await
             .map_err(|r| anyhow!("{}: {}", r.reason, r.message))?;
         let current = runtime
-            .load_reconciler(&spec.name, &bytes.bytes)
+            .load_reconciler_from(&spec.name, &bytes.component)
             .with_context(|| format!("loading the version of ConfigMap {config_map}"))?;
 
         let mut notes = Vec::new();

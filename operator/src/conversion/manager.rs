@@ -220,11 +220,12 @@ impl Lifecycle for Manager {
             let plugin = plugin.fetch().await?;
             let source = plugin.source.clone();
             let crd = spec.crd.clone();
-            let loaded =
-                tokio::task::spawn_blocking(move || runtime.load_converter(&crd, &plugin.bytes))
-                    .await
-                    .map_err(|e| Refusal::new("ConverterLoadFailed", e.to_string()))?
-                    .map_err(|e| Refusal::new("ConverterLoadFailed", e.to_string()))?;
+            let loaded = tokio::task::spawn_blocking(move || {
+                runtime.load_converter_from(&crd, &plugin.component)
+            })
+            .await
+            .map_err(|e| Refusal::new("ConverterLoadFailed", e.to_string()))?
+            .map_err(|e| Refusal::new("ConverterLoadFailed", e.to_string()))?;
             let shadow = shadow_run(&client, &spec, &loaded, running).await?;
             Ok(Ready {
                 spec: ConverterSpec::clone(&spec),

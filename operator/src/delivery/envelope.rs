@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Read;
 
+use gantry_sandbox::runtime::ComponentBytes;
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::json;
 use thiserror::Error;
@@ -66,10 +67,9 @@ impl Component {
 /// A component's bytes, as compiled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginBytes {
-    /// The component, decompressed.
-    pub bytes: Vec<u8>,
-    /// sha256 of `bytes` (lowercase hex).
-    pub digest: String,
+    /// The component, decompressed, with its sha256: hashed once where the
+    /// bytes arrive, and loaded without hashing them again.
+    pub component: ComponentBytes,
     /// Where a fetched component came from (an OCI tag resolved to its
     /// digest); `None` when inline.
     pub source: Option<String>,
@@ -79,8 +79,7 @@ impl PluginBytes {
     /// The bytes of a component fetched from `source`.
     pub fn fetched(fetched: Fetched, source: &PluginSource) -> Self {
         PluginBytes {
-            bytes: fetched.bytes,
-            digest: fetched.digest,
+            component: fetched.component,
             source: Some(fetched.resolved.unwrap_or_else(|| source.to_string())),
         }
     }
@@ -150,18 +149,17 @@ pub fn inline(cm: &ConfigMap, pin: Option<&str>) -> Result<PluginBytes, Envelope
         (None, Some(compressed)) => decompress(&compressed.0)?,
         (None, None) => return Err(EnvelopeError::MissingPlugin),
     };
-    let digest = gantry_sandbox::runtime::digest(&bytes);
+    let component = ComponentBytes::new(bytes);
     if let Some(expected) = pin
-        && expected != digest
+        && expected != component.digest()
     {
         return Err(EnvelopeError::DigestMismatch {
             expected: expected.to_string(),
-            actual: digest,
+            actual: component.digest().to_string(),
         });
     }
     Ok(PluginBytes {
-        bytes,
-        digest,
+        component,
         source: None,
     })
 }
@@ -232,8 +230,8 @@ mod tests {
         let digest = gantry_sandbox::runtime::digest(&bytes);
         let raw = inline(&with_binary(&[(PLUGIN_KEY, bytes.clone())]), None).unwrap();
         assert_eq!(
-            (raw.bytes, raw.digest.clone()),
-            (bytes.clone(), digest.clone())
+            (raw.component.bytes(), raw.component.digest()),
+            (&bytes[..], &digest[..])
         );
         let compressed = zstd::encode_all(&bytes[..], 3).unwrap();
         let zst = inline(
@@ -241,7 +239,7 @@ mod tests {
             Some(&digest),
         )
         .unwrap();
-        assert_eq!(zst.bytes, bytes);
+        assert_eq!(zst.component.bytes(), bytes);
         let wrong = "0".repeat(64);
         let err = inline(&with_binary(&[(PLUGIN_KEY, bytes)]), Some(&wrong)).unwrap_err();
         assert!(matches!(err, EnvelopeError::DigestMismatch { .. }));

@@ -71,7 +71,7 @@ pub fn load_policy(
     binding: &PolicyBinding,
 ) -> Result<Arc<PolicyPlugin>, (&'static str, String)> {
     let plugin = runtime
-        .load_policy(&binding.spec.name, &binding.plugin.bytes)
+        .load_policy_from(&binding.spec.name, &binding.plugin.component)
         .map_err(|e| ("PolicyLoadFailed", e.to_string()))?;
     match plugin.validate_settings_blocking(&binding.spec.settings, &binding.spec.call_limits()) {
         Ok(()) => Ok(plugin),

@@ -565,8 +565,11 @@ mod tests {
         let Component::Inline(plugin) = component else {
             panic!("an inline component")
         };
-        assert_eq!(plugin.bytes, bytes);
-        assert_eq!(plugin.digest, gantry_sandbox::runtime::digest(&bytes));
+        assert_eq!(plugin.component.bytes(), bytes);
+        assert_eq!(
+            plugin.component.digest(),
+            gantry_sandbox::runtime::digest(&bytes)
+        );
         cm.data = Some(
             [(
                 POLICY_KEY.to_string(),

@@ -76,7 +76,7 @@ pub fn digest(bytes: &[u8]) -> String {
 /// bytes already digested (by the envelope that checked their pin, say)
 /// does not hash tens of megabytes again. The digest cannot be given from
 /// outside: a wrong one would name someone else's compiled code.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ComponentBytes {
     bytes: Vec<u8>,
     digest: String,

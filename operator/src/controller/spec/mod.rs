@@ -507,14 +507,14 @@ mod tests {
         let digest = gantry_sandbox::runtime::digest(&bytes);
         let raw = from_config_map(&config_map(SPEC, PLUGIN_KEY, bytes.clone())).unwrap();
         assert_eq!(
-            (raw.plugin.bytes.clone(), raw.plugin.digest.clone()),
-            (bytes.clone(), digest.clone())
+            (raw.plugin.component.bytes(), raw.plugin.component.digest()),
+            (&bytes[..], &digest[..])
         );
 
         let compressed = zstd::encode_all(&bytes[..], 3).unwrap();
         let pinned = format!("{SPEC}sha256: {digest}\n");
         let zst = from_config_map(&config_map(&pinned, PLUGIN_ZSTD_KEY, compressed)).unwrap();
-        assert_eq!(zst.plugin.bytes, bytes);
+        assert_eq!(zst.plugin.component.bytes(), bytes);
 
         let wrong = format!("{SPEC}sha256: {}\n", "0".repeat(64));
         let err = from_config_map(&config_map(&wrong, PLUGIN_KEY, bytes)).unwrap_err();

@@ -8,6 +8,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use gantry_sandbox::runtime::ComponentBytes;
+
 /// The cache rooted at a directory.
 #[derive(Debug, Clone)]
 pub struct DigestCache {
@@ -39,14 +41,14 @@ impl DigestCache {
     }
 
     /// The component with sha256 `hex`, if cached and intact.
-    pub fn get(&self, hex: &str) -> Option<Vec<u8>> {
+    pub fn get(&self, hex: &str) -> Option<ComponentBytes> {
         if !is_sha256_hex(hex) {
             return None;
         }
         let path = self.path(hex);
-        let bytes = std::fs::read(&path).ok()?;
-        if gantry_sandbox::runtime::digest(&bytes) == hex {
-            Some(bytes)
+        let component = ComponentBytes::new(std::fs::read(&path).ok()?);
+        if component.digest() == hex {
+            Some(component)
         } else {
             tracing::warn!(path = %path.display(), "cached plugin does not match its digest; removing it");
             let _ = std::fs::remove_file(&path);
@@ -101,7 +103,7 @@ mod tests {
         let hex = gantry_sandbox::runtime::digest(&bytes);
         assert_eq!(cache.get(&hex), None);
         cache.put(&hex, &bytes).unwrap();
-        assert_eq!(cache.get(&hex), Some(bytes));
+        assert_eq!(cache.get(&hex).map(ComponentBytes::into_bytes), Some(bytes));
         assert!(cache.path(&hex).starts_with(dir.path().join("sha256")));
         std::fs::write(cache.path(&hex), b"tampered").unwrap();
         assert_eq!(cache.get(&hex), None);

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use gantry_sandbox::runtime::ComponentBytes;
 use thiserror::Error;
 
 use super::cache::DigestCache;
@@ -127,10 +128,8 @@ impl FetchError {
 /// A fetched component.
 #[derive(Debug, Clone)]
 pub struct Fetched {
-    /// The component.
-    pub bytes: Vec<u8>,
-    /// Its sha256 (lowercase hex).
-    pub digest: String,
+    /// The component, with its sha256.
+    pub component: ComponentBytes,
     /// For OCI: the artifact by digest, `oci://host/repo@sha256:<manifest>`.
     pub resolved: Option<String>,
     /// Read from the disk cache, no download.
@@ -171,7 +170,7 @@ impl Fetcher {
         self.settings.cache_dir.as_ref().map(DigestCache::new)
     }
 
-    async fn cached(&self, hex: &str) -> Option<Vec<u8>> {
+    async fn cached(&self, hex: &str) -> Option<ComponentBytes> {
         let cache = self.cache()?;
         let hex = hex.to_string();
         tokio::task::spawn_blocking(move || cache.get(&hex))
@@ -180,16 +179,15 @@ impl Fetcher {
             .flatten()
     }
 
-    async fn store(&self, hex: &str, bytes: Vec<u8>) -> Vec<u8> {
+    async fn store(&self, component: ComponentBytes) -> ComponentBytes {
         let Some(cache) = self.cache() else {
-            return bytes;
+            return component;
         };
-        let hex = hex.to_string();
         tokio::task::spawn_blocking(move || {
-            if let Err(e) = cache.put(&hex, &bytes) {
+            if let Err(e) = cache.put(component.digest(), component.bytes()) {
                 tracing::warn!(root = %cache.root().display(), error = %e, "could not cache the plugin; it will be downloaded again next time");
             }
-            bytes
+            component
         })
         .await
         .expect("cache write does not panic")
@@ -204,12 +202,11 @@ impl Fetcher {
     ) -> Result<Fetched, FetchError> {
         gantry_kube::tls::install_crypto_provider();
         let started = Instant::now();
-        let done = |bytes: Vec<u8>, digest: String, resolved, from_cache| {
+        let done = |component: ComponentBytes, resolved, from_cache| {
             let elapsed = started.elapsed();
-            tracing::info!(%source, %digest, from_cache, bytes = bytes.len(), ?elapsed, "plugin fetched");
+            tracing::info!(%source, digest = component.digest(), from_cache, bytes = component.bytes().len(), ?elapsed, "plugin fetched");
             Fetched {
-                bytes,
-                digest,
+                component,
                 resolved,
                 from_cache,
                 elapsed,
@@ -218,16 +215,15 @@ impl Fetcher {
         match source {
             PluginSource::Url { url, insecure } => {
                 let pin = pin.ok_or(FetchError::Unpinned)?;
-                if let Some(bytes) = self.cached(pin).await {
-                    return Ok(done(bytes, pin.to_string(), None, true));
+                if let Some(component) = self.cached(pin).await {
+                    return Ok(done(component, None, true));
                 }
                 let _slot = self.downloads.acquire().await.expect("never closed");
                 let bytes = self
                     .retrying(source, || http::download(url, *insecure, &self.settings))
                     .await?;
-                let digest = self.verify(bytes.clone(), Some(pin)).await?;
-                let bytes = self.store(&digest, bytes).await;
-                Ok(done(bytes, digest, None, false))
+                let component = self.verify(bytes, Some(pin)).await?;
+                Ok(done(self.store(component).await, None, false))
             }
             PluginSource::Oci {
                 reference,
@@ -241,10 +237,10 @@ impl Fetcher {
                 // answers without asking the registry (a tag is then not
                 // resolved: the pin is the record).
                 if let Some(pin) = pin
-                    && let Some(bytes) = self.cached(pin).await
+                    && let Some(component) = self.cached(pin).await
                 {
                     let resolved = parsed.digest().map(|_| format!("oci://{reference}"));
-                    return Ok(done(bytes, pin.to_string(), resolved, true));
+                    return Ok(done(component, resolved, true));
                 }
                 let _slot = self.downloads.acquire().await.expect("never closed");
                 let (manifest_digest, layer) = self
@@ -264,32 +260,36 @@ impl Fetcher {
                         actual: layer_hex,
                     });
                 }
-                if let Some(bytes) = self.cached(&layer_hex).await {
-                    return Ok(done(bytes, layer_hex, resolved, true));
+                if let Some(component) = self.cached(&layer_hex).await {
+                    return Ok(done(component, resolved, true));
                 }
                 let bytes = self
                     .retrying(source, || {
                         oci::pull_layer(&client, &parsed, &layer, &self.settings)
                     })
                     .await?;
-                let digest = self.verify(bytes.clone(), Some(&layer_hex)).await?;
-                let bytes = self.store(&digest, bytes).await;
-                Ok(done(bytes, digest, resolved, false))
+                let component = self.verify(bytes, Some(&layer_hex)).await?;
+                Ok(done(self.store(component).await, resolved, false))
             }
         }
     }
 
-    /// sha256 of `bytes` (off the executor), checked against `expected`.
-    async fn verify(&self, bytes: Vec<u8>, expected: Option<&str>) -> Result<String, FetchError> {
-        let actual = tokio::task::spawn_blocking(move || gantry_sandbox::runtime::digest(&bytes))
+    /// `bytes` with their sha256 (hashed off the executor), checked
+    /// against `expected`.
+    async fn verify(
+        &self,
+        bytes: Vec<u8>,
+        expected: Option<&str>,
+    ) -> Result<ComponentBytes, FetchError> {
+        let component = tokio::task::spawn_blocking(move || ComponentBytes::new(bytes))
             .await
             .expect("hashing does not panic");
         match expected {
-            Some(expected) if expected != actual => Err(FetchError::DigestMismatch {
+            Some(expected) if expected != component.digest() => Err(FetchError::DigestMismatch {
                 expected: expected.to_string(),
-                actual,
+                actual: component.digest().to_string(),
             }),
-            _ => Ok(actual),
+            _ => Ok(component),
         }
     }
 
