@@ -122,8 +122,8 @@ async fn memcached_children_status_and_repairs(backend: Backend) {
     assert_eq!(condition(&parent, "Ready").unwrap()["reason"], "Scaling");
     let digest = gantry::runtime::digest(&example_plugin("memcached").unwrap());
     assert_eq!(parent["status"]["gantry"]["pluginDigest"], digest.as_str());
-    let annotations = env.binding("memcached").await.metadata.annotations.unwrap();
-    assert_eq!(annotations["gantry.dev/plugin-digest"], digest);
+    env.binding_annotated("memcached", "gantry.dev/plugin-digest", &digest)
+        .await;
 
     // Spec change: children follow, generation and observedGeneration advance.
     env.apply(memcached("mc", 4)).await;

@@ -304,13 +304,17 @@ async fn js_python_and_go_from_http_rust_from_oci_and_c_inline_reconcile_in_the_
         started.elapsed()
     );
     let annotations = |cm: ConfigMap| cm.metadata.annotations.unwrap_or_default();
-    let js_cm = annotations(env.binding("memcached-js").await);
-    assert_eq!(js_cm["gantry.dev/plugin-digest"], js_digest);
+    let js_cm = annotations(
+        env.binding_annotated("memcached-js", "gantry.dev/plugin-digest", &js_digest)
+            .await,
+    );
     assert_eq!(js_cm["gantry.dev/plugin-source"], js_url);
     if let Some(oci_ref) = &oci_ref {
         // The tag was resolved; the digest in service is recorded.
-        let rust_cm = annotations(env.binding("memcached-rust").await);
-        assert_eq!(rust_cm["gantry.dev/plugin-digest"], rust_digest);
+        let rust_cm = annotations(
+            env.binding_annotated("memcached-rust", "gantry.dev/plugin-digest", &rust_digest)
+                .await,
+        );
         assert_eq!(&rust_cm["gantry.dev/plugin-source"], oci_ref);
     }
     assert_eq!(server.hits("memcached-js.wasm"), 1);

@@ -176,6 +176,18 @@ impl Env {
             .expect("binding ConfigMap")
     }
 
+    /// The binding ConfigMap `name` once its annotation `key` reads
+    /// `value`: the loader writes it just after the version goes into
+    /// service, so a parent may be reconciled before it lands.
+    pub async fn binding_annotated(&self, name: &str, key: &str, value: &str) -> ConfigMap {
+        eventually(&format!("{name} annotated {key}: {value}"), || async {
+            let cm = self.binding(name).await;
+            let annotations = cm.metadata.annotations.as_ref()?;
+            (annotations.get(key)? == value).then_some(cm)
+        })
+        .await
+    }
+
     /// Total successful writes the API server has taken from clients.
     pub fn writes(&self) -> u64 {
         self.server.writes()
