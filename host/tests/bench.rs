@@ -125,6 +125,10 @@ async fn converge_reports_phases_side_by_side_and_a_resync_writes_nothing(backen
         "2",
         "--timeout-secs",
         "120",
+        "--churn-secs",
+        "2",
+        "--churn-percent",
+        "50",
         "--peer",
         "controller-runtime",
         "--chart",
@@ -165,14 +169,30 @@ async fn converge_reports_phases_side_by_side_and_a_resync_writes_nothing(backen
         assert_eq!(phases[1].0, "resync", "{report}");
         assert_eq!(phases[2].0, "spec-change");
         assert!(phases[2].1 >= 12, "{implementation}: {report}");
+        // Churn: half the parents a second for two seconds, each change
+        // timed to its children written (two ConfigMaps each at least).
+        assert_eq!(phases[3].0, "churn", "{report}");
+        assert!(phases[3].1 >= 12, "{implementation}: {report}");
+    }
+    for run in report["runs"].as_array().unwrap() {
+        let latency = &run["latency"];
+        if run["phase"] != "churn" {
+            assert!(latency.is_null(), "{run}");
+            continue;
+        }
+        assert_eq!(latency["changes"], 6, "{run}");
+        let [p50, p99, max] =
+            ["p50_seconds", "p99_seconds", "max_seconds"].map(|k| latency[k].as_f64().unwrap());
+        assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{run}");
+        assert!(max < 60.0, "{run}");
     }
     // Gantry writes nothing on a resync that changes nothing. (The peer's
     // requeues may still catch up on statuses then: not asserted.)
     assert_eq!(phases("gantry")[1], ("resync", 0), "{report}");
     // Gantry's new version is shadow-run on every parent before it serves.
-    assert_eq!(phases("gantry").len(), 4, "{report}");
-    assert_eq!(phases("gantry")[3].0, "shadow");
-    assert_eq!(phases("controller-runtime").len(), 3, "{report}");
+    assert_eq!(phases("gantry").len(), 5, "{report}");
+    assert_eq!(phases("gantry")[4].0, "shadow");
+    assert_eq!(phases("controller-runtime").len(), 4, "{report}");
     for run in report["runs"].as_array().unwrap() {
         assert!(run["seconds"].as_f64().unwrap() > 0.0, "{run}");
         assert!(run["peak_rss_bytes"].as_u64().unwrap() > 0, "{run}");
@@ -199,6 +219,44 @@ async fn converge_reports_phases_side_by_side_and_a_resync_writes_nothing(backen
         assert!(report["apiserver_peak_rss"].as_u64().unwrap() > 0);
     }
     assert!(std::fs::read_to_string(&chart).unwrap().starts_with("<svg"));
+}
+
+/// `gantry bench converge --converge-only`, the scale run: Gantry and the
+/// peer converge, and nothing else runs.
+#[test]
+fn a_scale_run_measures_the_converge_phase_only() {
+    let report = gantry_json(&[
+        "--log-format",
+        "text",
+        "bench",
+        "converge",
+        "--parents",
+        "4",
+        "--children-per-parent",
+        "1",
+        "--converge-only",
+        "--peer",
+        "controller-runtime",
+    ]);
+    let runs: Vec<(&str, &str, u64)> = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["implementation"].as_str().unwrap(),
+                r["phase"].as_str().unwrap(),
+                r["reconciles"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(runs.len(), 2, "{report}");
+    for ((implementation, phase, reconciles), expected) in
+        runs.into_iter().zip(["gantry", "controller-runtime"])
+    {
+        assert_eq!((implementation, phase), (expected, "converge"), "{report}");
+        assert!(reconciles >= 4, "{report}");
+    }
 }
 
 /// `gantry bench density` at a tiny size, with the controller-runtime peer

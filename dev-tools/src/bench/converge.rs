@@ -9,7 +9,9 @@
 //! Phases: create every parent and wait until each is `Synced` with its
 //! `observedGeneration` current; then wait for a resync of every parent with
 //! nothing changed (its writes must be 0); then change every parent's spec
-//! and wait again. Gantry then gets a fourth: a new version of its plugin is
+//! and wait again. With a churn plan, a share of the parents then changes
+//! every second and each change is timed to its children written (see
+//! [`churn`](super::churn)). Gantry then gets a last phase: a new version of its plugin is
 //! shadow-run on every parent before it serves. Writes are the operator's
 //! own (from its metrics), so the driver's writes (creating and changing
 //! parents) are not among them.
@@ -27,6 +29,7 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 
+use super::churn::{self, ChurnPlan, Latency};
 use super::contender::{Contender, Counters, Implementation, Launch, sum};
 
 /// Namespace of the bench's binding.
@@ -56,6 +59,10 @@ pub struct ConvergePlan {
     pub plugin: Vec<u8>,
     /// The controller-runtime peer's binary, to run after Gantry.
     pub peer: Option<PathBuf>,
+    /// Churn after the spec change, timing each change.
+    pub churn: Option<ChurnPlan>,
+    /// Stop after the converge phase (a scale run).
+    pub converge_only: bool,
 }
 
 /// One phase of one implementation.
@@ -63,7 +70,7 @@ pub struct ConvergePlan {
 pub struct Run {
     /// `gantry` or `controller-runtime`.
     pub implementation: String,
-    /// `converge`, `resync`, `spec-change` or `shadow`.
+    /// `converge`, `resync`, `spec-change`, `churn` or `shadow`.
     pub phase: String,
     /// Wall time of the phase (for `shadow`: of the shadow run).
     pub seconds: f64,
@@ -77,6 +84,9 @@ pub struct Run {
     pub cpu_seconds: Option<f64>,
     /// Peak RSS of the operator process at the end of the phase, bytes.
     pub peak_rss_bytes: Option<u64>,
+    /// Reaction latency (the `churn` phase).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
 }
 
 /// Parents converged over time, for one implementation.
@@ -352,6 +362,7 @@ impl<P: Fn(&str)> Bench<'_, P> {
                 .zip(mark.cpu)
                 .map(|(now, then)| now - then),
             peak_rss_bytes: contender.peak_rss(),
+            latency: None,
         })
     }
 
@@ -406,6 +417,9 @@ impl<P: Fn(&str)> Bench<'_, P> {
         )
         .await?;
         runs.push(self.finish(contender, "converge", &start).await?);
+        if plan.converge_only {
+            return Ok((runs, timeline));
+        }
 
         // Phase 2: a resync of every parent with nothing changed.
         progress("waiting for a resync of every parent");
@@ -444,6 +458,28 @@ impl<P: Fn(&str)> Bench<'_, P> {
         )
         .await?;
         runs.push(self.finish(contender, "spec-change", &start).await?);
+
+        // Phase 4: churn, timing each change.
+        if let Some(churn) = plan.churn {
+            progress(&format!(
+                "changing {}% of the parents every second for {:?}",
+                churn.percent, churn.duration
+            ));
+            let start = self.mark(contender).await?;
+            let config_maps = Api::namespaced(self.driver.clone(), namespace);
+            let latency = churn::run(
+                &parents,
+                config_maps,
+                plan.parents,
+                plan.children_per_parent,
+                churn,
+                plan.phase_timeout,
+            )
+            .await?;
+            let mut run = self.finish(contender, "churn", &start).await?;
+            run.latency = Some(latency);
+            runs.push(run);
+        }
 
         if contender.implementation == Implementation::Gantry {
             runs.push(self.shadow(contender).await?);
@@ -619,6 +655,33 @@ pub fn render(report: &ConvergeReport) -> String {
                 ratio(writes),
                 ratio(cpu),
                 ratio(rss)
+            );
+        }
+    }
+    let churned: Vec<(&str, &Latency)> = report
+        .runs
+        .iter()
+        .filter_map(|r| Some((r.implementation.as_str(), r.latency.as_ref()?)))
+        .collect();
+    if !churned.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nreaction latency under churn, spec change to children written\n{:<20} {:>8} {:>10} {:>9} {:>9} {:>9}",
+            "implementation", "changes", "changes/s", "p50 s", "p99 s", "max s"
+        );
+        for (implementation, l) in &churned {
+            let _ = writeln!(
+                out,
+                "{implementation:<20} {:>8} {:>10.1} {:>9.3} {:>9.3} {:>9.3}",
+                l.changes, l.changes_per_second, l.p50_seconds, l.p99_seconds, l.max_seconds
+            );
+        }
+        if let [(_, gantry), (_, peer)] = churned[..] {
+            let _ = writeln!(
+                out,
+                "gantry / controller-runtime: p50 {:.2}, p99 {:.2}",
+                gantry.p50_seconds / peer.p50_seconds,
+                gantry.p99_seconds / peer.p99_seconds
             );
         }
     }

@@ -16,6 +16,7 @@
 #![allow(clippy::cast_precision_loss)]
 
 pub mod chart;
+pub mod churn;
 pub mod contender;
 pub mod converge;
 pub mod density;

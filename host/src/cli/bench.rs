@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::exit;
-use gantry_dev_tools::bench::{chart, converge, density, dispatch, load};
+use gantry_dev_tools::bench::{chart, churn, converge, density, dispatch, load};
 use gantry_sandbox::runtime::{Limits, Runtime};
 
 #[derive(Debug, Subcommand)]
@@ -91,6 +91,17 @@ pub(super) struct ConvergeArgs {
     /// Percentage of plugin calls that trap (fault injection).
     #[arg(long, default_value_t = 0)]
     trap_percent: u8,
+    /// Seconds of churn after the spec change: `--churn-percent` of the
+    /// parents change every second and each change is timed to its
+    /// children written (0: no churn phase).
+    #[arg(long, default_value_t = 0)]
+    churn_secs: u64,
+    /// Measure the converge phase only (a scale run).
+    #[arg(long, conflicts_with = "churn_secs")]
+    converge_only: bool,
+    /// Parents changed each second of churn, percent.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u8).range(1..=100))]
+    churn_percent: u8,
     /// Run against this cluster instead of starting `gantry apiserver`.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
@@ -251,6 +262,11 @@ fn run_converge(args: &ConvergeArgs) -> anyhow::Result<()> {
         gantry: std::env::current_exe()?,
         plugin: gantry_toolchain::example_plugin("fanout")?,
         peer: peer_binary(args.peer)?,
+        churn: (args.churn_secs > 0).then(|| churn::ChurnPlan {
+            percent: args.churn_percent,
+            duration: Duration::from_secs(args.churn_secs),
+        }),
+        converge_only: args.converge_only,
     };
     let runtime = super::tokio_runtime()?;
     let report = runtime.block_on(converge::run(&plan, |line| eprintln!("bench: {line}")))?;
