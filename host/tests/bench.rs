@@ -214,6 +214,14 @@ async fn converge_reports_phases_side_by_side_and_a_resync_writes_nothing(backen
         );
         assert!(converge(implementation)["reconciles"].as_u64().unwrap() >= 6);
     }
+    // Event writes are counted apart from the writes: Gantry tells each
+    // parent of the children it created; the peer writes Events only on
+    // failures.
+    assert!(
+        converge("gantry")["events"].as_u64().unwrap() >= 1,
+        "{report}"
+    );
+    assert_eq!(converge("controller-runtime")["events"], 0, "{report}");
     if cluster.is_none() {
         // Only the API server process the bench started itself is measured.
         assert!(report["apiserver_peak_rss"].as_u64().unwrap() > 0);

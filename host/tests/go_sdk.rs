@@ -11,7 +11,8 @@ use gantry_sdk::{AdmissionRequest, Mutation, json};
 use serde_json::Value;
 
 /// `go test ./...` of the SDK (its arena, encoding, request and response,
-/// converter loop, HTTP client natively) and of the Go plugins' logic.
+/// converter loop, HTTP client natively), of the Go plugins' logic, and of
+/// the benchmarks' controller-runtime peer.
 #[test]
 fn the_go_sdk_and_go_plugins_pass_their_go_tests() {
     let root = gantry::toolchain::source_workspace_root();
@@ -20,6 +21,7 @@ fn the_go_sdk_and_go_plugins_pass_their_go_tests() {
         "plugins/memcached-go",
         "plugins/guestbook",
         "plugins/myresource-converter-go",
+        "benches/peers/controller-runtime",
     ] {
         let out = std::process::Command::new("go")
             .args(["test", "./..."])

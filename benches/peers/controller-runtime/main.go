@@ -159,6 +159,15 @@ var writesMetric = prometheus.NewCounterFunc(prometheus.CounterOpts{
 	Help: "API requests sent by the peer other than GET, HEAD and OPTIONS.",
 }, func() float64 { return float64(writes.Load()) })
 
+// eventWrites counts those of the writes that are about Events.
+var eventWrites atomic.Uint64
+
+// eventWritesMetric exposes eventWrites on /metrics.
+var eventWritesMetric = prometheus.NewCounterFunc(prometheus.CounterOpts{
+	Name: "gantry_peer_api_event_writes_total",
+	Help: "Of the API writes, those that wrote Events.",
+}, func() float64 { return float64(eventWrites.Load()) })
+
 type countingTransport struct{ next http.RoundTripper }
 
 func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -166,8 +175,28 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 	default:
 		writes.Add(1)
+		if writesEvents(r.URL.Path) {
+			eventWrites.Add(1)
+		}
 	}
 	return t.next.RoundTrip(r)
+}
+
+// writesEvents reports whether a request to path is about Events (core v1
+// or events.k8s.io/v1), as Gantry's counting layer tells them.
+func writesEvents(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/api/v1/")
+	if !ok {
+		if rest, ok = strings.CutPrefix(path, "/apis/events.k8s.io/v1/"); !ok {
+			return false
+		}
+	}
+	if inNamespace, ok := strings.CutPrefix(rest, "namespaces/"); ok {
+		if _, after, found := strings.Cut(inNamespace, "/"); found {
+			rest = after
+		}
+	}
+	return rest == "events" || strings.HasPrefix(rest, "events/")
 }
 
 func run(ctx context.Context, options Options, log logr.Logger) error {
@@ -188,7 +217,7 @@ func run(ctx context.Context, options Options, log logr.Logger) error {
 	config.Burst = 0
 	config.RateLimiter = nil
 	config.Wrap(func(next http.RoundTripper) http.RoundTripper { return countingTransport{next} })
-	ctrlmetrics.Registry.MustRegister(writesMetric)
+	ctrlmetrics.Registry.MustRegister(writesMetric, eventWritesMetric)
 
 	// The child caches hold only the peer's children, as Gantry's child
 	// watches are label-filtered: a cluster's other ConfigMaps and

@@ -47,6 +47,8 @@ pub struct Contender {
     metrics_url: String,
     /// Metric of its API writes.
     writes: (&'static str, &'static str),
+    /// Metric of those writes that wrote Events.
+    event_writes: &'static str,
     /// Metric of its reconciles of fanouts.
     reconciles: (&'static str, &'static str),
 }
@@ -54,8 +56,10 @@ pub struct Contender {
 /// Counters read from a contender's metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Counters {
-    /// API writes so far.
+    /// API writes so far, Events included.
     pub writes: u64,
+    /// Of those, writes of Events.
+    pub event_writes: u64,
     /// Reconciles of fanouts so far.
     pub reconciles: u64,
 }
@@ -93,6 +97,7 @@ impl Contender {
             child,
             metrics_url: address,
             writes: ("gantry_api_writes_total", ""),
+            event_writes: "gantry_api_event_writes_total",
             reconciles: ("gantry_reconciles_total", "binding=\"fanout\""),
         })
     }
@@ -133,6 +138,7 @@ impl Contender {
             child,
             metrics_url: format!("http://127.0.0.1:{port}/metrics"),
             writes: ("gantry_peer_api_writes_total", ""),
+            event_writes: "gantry_peer_api_event_writes_total",
             reconciles: (
                 "controller_runtime_reconcile_total",
                 "controller=\"fanout\"",
@@ -155,6 +161,7 @@ impl Contender {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         Ok(Counters {
             writes: sum(&text, self.writes.0, self.writes.1) as u64,
+            event_writes: sum(&text, self.event_writes, "") as u64,
             reconciles: sum(&text, self.reconciles.0, self.reconciles.1) as u64,
         })
     }

@@ -14,7 +14,7 @@
 //! [`churn`](super::churn)). Gantry then gets a last phase: a new version of its plugin is
 //! shadow-run on every parent before it serves. Writes are the operator's
 //! own (from its metrics), so the driver's writes (creating and changing
-//! parents) are not among them.
+//! parents) are not among them; its Event writes are counted apart.
 
 use std::fmt::Write as _; // `write!` to a `String` cannot fail.
 use std::path::{Path, PathBuf};
@@ -74,8 +74,10 @@ pub struct Run {
     pub phase: String,
     /// Wall time of the phase (for `shadow`: of the shadow run).
     pub seconds: f64,
-    /// API writes by the operator during the phase.
+    /// API writes by the operator during the phase, but for Events.
     pub writes: u64,
+    /// Events the operator wrote during the phase (created or updated).
+    pub events: u64,
     /// Those writes per child.
     pub writes_per_child: f64,
     /// Reconciles during the phase.
@@ -345,7 +347,8 @@ impl<P: Fn(&str)> Bench<'_, P> {
     async fn finish(&self, contender: &Contender, phase: &str, mark: &Mark) -> anyhow::Result<Run> {
         let seconds = mark.started.elapsed().as_secs_f64();
         let now = contender.counters().await?;
-        let writes = now.writes - mark.counters.writes;
+        let events = now.event_writes - mark.counters.event_writes;
+        let writes = now.writes - mark.counters.writes - events;
         #[allow(clippy::cast_precision_loss)] // counts far below 2^52
         let children = self.plan.parents as f64 * f64::from(self.plan.children_per_parent);
         #[allow(clippy::cast_precision_loss)]
@@ -355,6 +358,7 @@ impl<P: Fn(&str)> Bench<'_, P> {
             phase: phase.into(),
             seconds,
             writes,
+            events,
             writes_per_child,
             reconciles: now.reconciles - mark.counters.reconciles,
             cpu_seconds: contender
@@ -613,7 +617,7 @@ pub fn render(report: &ConvergeReport) -> String {
     };
     let cpu = |c: Option<f64>| c.map_or("n/a".to_string(), |c| format!("{c:.1}"));
     let mut out = format!(
-        "{} parents x {} children\n{:<20} {:<12} {:>9} {:>9} {:>13} {:>11} {:>8} {:>9}\n",
+        "{} parents x {} children\n{:<20} {:<12} {:>9} {:>9} {:>13} {:>7} {:>11} {:>8} {:>9}\n",
         report.parents,
         report.children_per_parent,
         "implementation",
@@ -621,6 +625,7 @@ pub fn render(report: &ConvergeReport) -> String {
         "seconds",
         "writes",
         "writes/child",
+        "events",
         "reconciles",
         "cpu s",
         "rss MiB"
@@ -628,12 +633,13 @@ pub fn render(report: &ConvergeReport) -> String {
     for r in &report.runs {
         let _ = writeln!(
             out,
-            "{:<20} {:<12} {:>9.2} {:>9} {:>13.2} {:>11} {:>8} {:>9}",
+            "{:<20} {:<12} {:>9.2} {:>9} {:>13.2} {:>7} {:>11} {:>8} {:>9}",
             r.implementation,
             r.phase,
             r.seconds,
             r.writes,
             r.writes_per_child,
+            r.events,
             r.reconciles,
             cpu(r.cpu_seconds),
             mib(r.peak_rss_bytes)

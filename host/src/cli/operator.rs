@@ -249,7 +249,11 @@ pub(super) async fn operate(
     Shard::new(args.shard_index, args.shard_count).map_err(anyhow::Error::msg)?;
     let runtime = plugin_runtime()?;
     let metrics = Arc::new(Metrics::default());
-    let client = gantry_kube::api_client::counting_writes(config, metrics.api_writes())?;
+    let client = gantry_kube::api_client::counting_writes(
+        config,
+        metrics.api_writes(),
+        metrics.api_event_writes(),
+    )?;
     let mut options = args.options();
     let [default_health, default_metrics] = defaults;
     let health = serve_endpoint(

@@ -111,6 +111,7 @@ pub struct Metrics {
     ready: Gauge,
     bindings_active: Gauge,
     api_writes: Counter,
+    api_event_writes: Counter,
     /// Kinds seen per binding, so a snapshot can list them.
     failure_kinds: Mutex<std::collections::BTreeSet<(String, String)>>,
     /// Plugin metrics and the plugins' HTTP requests.
@@ -143,6 +144,7 @@ impl Default for Metrics {
             ready: Gauge::default(),
             bindings_active: Gauge::default(),
             api_writes: Counter::default(),
+            api_event_writes: Counter::default(),
             failure_kinds: Mutex::default(),
             capabilities: std::sync::Arc::default(),
         };
@@ -213,6 +215,11 @@ impl Default for Metrics {
             "api_writes",
             "API requests other than reads (create, update, patch, delete) the operator sent",
             m.api_writes.clone(),
+        );
+        r.register(
+            "api_event_writes",
+            "Of the API writes, those that wrote Events",
+            m.api_event_writes.clone(),
         );
         r.register(
             "shadow_run_seconds",
@@ -413,6 +420,11 @@ impl Metrics {
     /// ([`gantry_kube::api_client::counting_writes`]).
     pub fn api_writes(&self) -> Counter {
         self.api_writes.clone()
+    }
+
+    /// The counter of those writes that wrote Events.
+    pub fn api_event_writes(&self) -> Counter {
+        self.api_event_writes.clone()
     }
 
     /// A shadow run of a new version of `binding` ended after `took`: its
