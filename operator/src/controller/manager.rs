@@ -452,14 +452,13 @@ impl Bindings {
             rx.recv().await.map(|()| ((), rx))
         });
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        // The binding's own bound, under the operator's.
-        let ceiling = u16::try_from(self.shared.options.concurrency).unwrap_or(u16::MAX);
-        let concurrency = spec
-            .max_concurrent_reconciles
-            .map_or(ceiling, |n| n.min(ceiling));
         let name = spec.name.clone();
+        // No bound here: kube-runtime's runner keeps what exceeds its bound
+        // in a hash set and takes from it in no order, which under load
+        // leaves some parents waiting far longer than others. The bound is
+        // the binding's slots, taken in order (`reconcile`).
         let run = controller
-            .with_config(ControllerConfig::default().concurrency(concurrency))
+            .with_config(ControllerConfig::default())
             .reconcile_all_on(requests)
             .graceful_shutdown_on(async move {
                 let _ = stop_rx.await;

@@ -9,6 +9,7 @@ use kube::Resource;
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType as KubeEventType;
+use kube::runtime::reflector::ObjectRef;
 use tracing::Instrument;
 
 use super::cached::CachedObject;
@@ -28,10 +29,17 @@ pub(crate) async fn reconcile(
     if !ctx.shared.leading() || !ctx.shared.options.shard.owns(&object_key(parent.as_ref())) {
         return Ok(Action::await_change());
     }
-    let _in_flight = ctx.start_reconcile();
     let timeout = ctx.shared.options.reconcile_timeout;
     let metrics = &ctx.shared.metrics;
     let queued = metrics.queued(&ctx.name);
+    // A slot of the binding, then one of the operator: both semaphores are
+    // fair, so parents are served in the order they became due, as
+    // controller-runtime's work queue serves them.
+    let _slot = ctx
+        .slots
+        .acquire()
+        .await
+        .map_err(|_| ReconcileError::ShuttingDown)?;
     let _permit = ctx
         .shared
         .reconciles
@@ -39,6 +47,12 @@ pub(crate) async fn reconcile(
         .await
         .map_err(|_| ReconcileError::ShuttingDown)?;
     drop(queued);
+    let _in_flight = ctx.start_reconcile();
+    // The parent as the cache holds it now: it may have changed while this
+    // reconcile waited for its slot. (Gone from the cache: the copy it was
+    // due with.)
+    let reference = ObjectRef::from_obj_with(parent.as_ref(), ctx.parent.resource.clone());
+    let parent = ctx.parents.get(&reference).unwrap_or(parent);
     // Parsed once a reconcile may run: queued ones hold only the cache's copy.
     let parent = parent.to_object(&ctx.parent.resource);
     let _running = metrics.running(&ctx.name);
