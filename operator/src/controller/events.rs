@@ -9,7 +9,17 @@ use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType};
 
 use super::context::BindingContext;
 
-/// Emit an Event on `parent` (deduplicated by the recorder).
+/// Event writes in flight at once, over the whole process. An Event is
+/// written beside the reconcile, not in its path: a reconcile's writes are
+/// its children and the status, and waiting for an Event would add a round
+/// trip to each. Past this many, a reconcile waits for a slot, so a slow
+/// Events API slows reconciles rather than piling up writes.
+const EVENTS_IN_FLIGHT: usize = 64;
+
+static EVENT_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(EVENTS_IN_FLIGHT);
+
+/// Emit an Event on `parent` (deduplicated by the recorder), written in
+/// the background (see [`EVENTS_IN_FLIGHT`]).
 pub(crate) async fn publish(
     ctx: &BindingContext,
     parent: &DynamicObject,
@@ -25,9 +35,16 @@ pub(crate) async fn publish(
         secondary: None,
     };
     let reference = parent.object_ref(&ctx.parent.resource);
-    if let Err(e) = ctx.recorder.publish(&event, &reference).await {
-        tracing::warn!(binding = %ctx.name, error = %e, "could not publish event");
-    }
+    let Ok(slot) = EVENT_SLOTS.acquire().await else {
+        return; // never closed
+    };
+    let (recorder, binding) = (ctx.recorder.clone(), ctx.name.clone());
+    tokio::spawn(async move {
+        if let Err(e) = recorder.publish(&event, &reference).await {
+            tracing::warn!(binding = %binding, error = %e, "could not publish event");
+        }
+        drop(slot);
+    });
 }
 
 /// The plugin's events, one Event write per type and reason: repeats in
