@@ -230,9 +230,11 @@ async fn converge_reports_phases_side_by_side_and_a_resync_writes_nothing(backen
 }
 
 /// `gantry bench converge --converge-only`, the scale run: Gantry and the
-/// peer converge, and nothing else runs.
+/// peer converge, and nothing else runs; `--logs` keeps both logs.
 #[test]
 fn a_scale_run_measures_the_converge_phase_only() {
+    let logs = tempfile::tempdir().unwrap();
+    let logs_dir = logs.path().join("logs");
     let report = gantry_json(&[
         "--log-format",
         "text",
@@ -245,7 +247,13 @@ fn a_scale_run_measures_the_converge_phase_only() {
         "--converge-only",
         "--peer",
         "controller-runtime",
+        "--logs",
+        logs_dir.to_str().unwrap(),
     ]);
+    for log in ["gantry.log", "controller-runtime.log"] {
+        let text = std::fs::read_to_string(logs_dir.join(log)).unwrap();
+        assert!(!text.is_empty(), "{log} is empty");
+    }
     let runs: Vec<(&str, &str, u64)> = report["runs"]
         .as_array()
         .unwrap()

@@ -63,6 +63,10 @@ pub struct ConvergePlan {
     pub churn: Option<ChurnPlan>,
     /// Stop after the converge phase (a scale run).
     pub converge_only: bool,
+    /// Keep the operators' logs here (`gantry.log`,
+    /// `controller-runtime.log`) rather than in a directory removed at
+    /// the end.
+    pub logs: Option<PathBuf>,
 }
 
 /// One phase of one implementation.
@@ -218,11 +222,14 @@ pub async fn run(plan: &ConvergePlan, progress: impl Fn(&str)) -> anyhow::Result
     let cm = crate::dev::binding_config_map("fanout", BINDINGS, &binding, &plan.plugin, true)?;
     crate::dev::apply_binding(&driver, &cm).await?;
 
+    if let Some(logs) = &plan.logs {
+        std::fs::create_dir_all(logs).with_context(|| format!("creating {}", logs.display()))?;
+    }
     let bench = Bench {
         plan,
         driver: &driver,
         kubeconfig: &kubeconfig,
-        logs: dir.path(),
+        logs: plan.logs.as_deref().unwrap_or(dir.path()),
         binding: &binding,
         progress: &progress,
     };

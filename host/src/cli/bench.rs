@@ -96,12 +96,16 @@ pub(super) struct ConvergeArgs {
     /// children written (0: no churn phase).
     #[arg(long, default_value_t = 0)]
     churn_secs: u64,
-    /// Measure the converge phase only (a scale run).
-    #[arg(long, conflicts_with = "churn_secs")]
-    converge_only: bool,
     /// Parents changed each second of churn, percent.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u8).range(1..=100))]
     churn_percent: u8,
+    /// Measure the converge phase only (a scale run).
+    #[arg(long, conflicts_with = "churn_secs")]
+    converge_only: bool,
+    /// Keep the operators' logs in this directory (`gantry.log`,
+    /// `controller-runtime.log`); set `RUST_LOG` for more of Gantry's.
+    #[arg(long)]
+    logs: Option<PathBuf>,
     /// Run against this cluster instead of starting `gantry apiserver`.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
@@ -267,6 +271,7 @@ fn run_converge(args: &ConvergeArgs) -> anyhow::Result<()> {
             duration: Duration::from_secs(args.churn_secs),
         }),
         converge_only: args.converge_only,
+        logs: args.logs.clone(),
     };
     let runtime = super::tokio_runtime()?;
     let report = runtime.block_on(converge::run(&plan, |line| eprintln!("bench: {line}")))?;
