@@ -304,7 +304,7 @@ impl Lifecycle for Bindings {
                     Watches::start(client, spec.clone(), current, recorder, self.shared.clone())
                         .await?
                 };
-                let active = self.start(spec.clone(), watches);
+                let active = Self::start(spec.clone(), watches);
                 super::permissions::check_in_background(active.ctx.clone(), cm_name.to_string());
                 if let Some(old) = self.controllers.insert(cm_name.to_string(), active) {
                     self.stopping.spawn(stop(old));
@@ -425,7 +425,7 @@ impl Bindings {
     /// Start the controller of `spec` over `watches`: it reconciles every
     /// cached parent, then each one whose parent, children or related
     /// objects change.
-    fn start(&self, spec: Arc<BindingSpec>, watches: Watches) -> Active {
+    fn start(spec: Arc<BindingSpec>, watches: Watches) -> Active {
         let ctx = watches.ctx.clone();
         let attached = watches.attach();
         // A parent's events that are our own writes, or that come during
