@@ -143,18 +143,7 @@ async fn converge_reports_phases_side_by_side_and_a_resync_writes_nothing(backen
     })
     .await
     .unwrap();
-    let runs: Vec<(&str, &str, u64)> = report["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["implementation"].as_str().unwrap(),
-                r["phase"].as_str().unwrap(),
-                r["writes"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let runs = rows(&report, "writes");
     let phases = |implementation: &str| -> Vec<(&str, u64)> {
         runs.iter()
             .filter(|r| r.0 == implementation)
@@ -254,18 +243,7 @@ fn a_scale_run_measures_the_converge_phase_only() {
         let text = std::fs::read_to_string(logs_dir.join(log)).unwrap();
         assert!(!text.is_empty(), "{log} is empty");
     }
-    let runs: Vec<(&str, &str, u64)> = report["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["implementation"].as_str().unwrap(),
-                r["phase"].as_str().unwrap(),
-                r["reconciles"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let runs = rows(&report, "reconciles");
     assert_eq!(runs.len(), 2, "{report}");
     for ((implementation, phase, reconciles), expected) in
         runs.into_iter().zip(["gantry", "controller-runtime"])
@@ -273,6 +251,22 @@ fn a_scale_run_measures_the_converge_phase_only() {
         assert_eq!((implementation, phase), (expected, "converge"), "{report}");
         assert!(reconciles >= 4, "{report}");
     }
+}
+
+/// Each run of a converge report as (implementation, phase, `field`).
+fn rows<'a>(report: &'a Value, field: &str) -> Vec<(&'a str, &'a str, u64)> {
+    report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["implementation"].as_str().unwrap(),
+                r["phase"].as_str().unwrap(),
+                r[field].as_u64().unwrap(),
+            )
+        })
+        .collect()
 }
 
 /// `gantry bench density` at a tiny size, with the controller-runtime peer

@@ -294,23 +294,25 @@ fn parent_entry(
 mod tests {
     use super::*;
 
+    fn change(parent: usize, round: u64) -> Heard {
+        Heard::Change { parent, round }
+    }
+
+    fn child_of_parent(parent: usize, index: usize, round: u64) -> Heard {
+        Heard::Child {
+            parent,
+            index,
+            round,
+        }
+    }
+
     #[test]
     fn a_change_is_written_when_its_last_child_holds_it_or_a_later_round() {
         let t0 = Instant::now();
         let at = |ms| t0 + Duration::from_millis(ms);
         let mut tracker = Tracker::new(2);
-        tracker.hear(
-            Heard::Change {
-                parent: 7,
-                round: 1,
-            },
-            at(0),
-        );
-        let child = |index, round| Heard::Child {
-            parent: 7,
-            index,
-            round,
-        };
+        tracker.hear(change(7, 1), at(0));
+        let child = |index, round| child_of_parent(7, index, round);
         tracker.hear(child(0, 1), at(10));
         assert_eq!(tracker.pending(), 1, "one child of two");
         tracker.hear(child(1, 1), at(30));
@@ -318,20 +320,8 @@ mod tests {
         assert_eq!(tracker.latencies, [ms(30)]);
         // Rounds 2 and 3 in flight: round 2 is written once every child
         // holds 2 or later, round 3 once both hold 3.
-        tracker.hear(
-            Heard::Change {
-                parent: 7,
-                round: 2,
-            },
-            at(100),
-        );
-        tracker.hear(
-            Heard::Change {
-                parent: 7,
-                round: 3,
-            },
-            at(200),
-        );
+        tracker.hear(change(7, 2), at(100));
+        tracker.hear(change(7, 3), at(200));
         tracker.hear(child(0, 3), at(250));
         tracker.hear(child(1, 2), at(260));
         assert_eq!(tracker.pending(), 1, "child 0 holds 3, child 1 only 2");
@@ -339,20 +329,8 @@ mod tests {
         assert_eq!(tracker.pending(), 0);
         assert_eq!(tracker.latencies, [ms(30), ms(160), ms(100)]);
         // A change overtaken before it lands is timed to the newer value.
-        tracker.hear(
-            Heard::Change {
-                parent: 7,
-                round: 4,
-            },
-            at(400),
-        );
-        tracker.hear(
-            Heard::Change {
-                parent: 7,
-                round: 5,
-            },
-            at(450),
-        );
+        tracker.hear(change(7, 4), at(400));
+        tracker.hear(change(7, 5), at(450));
         tracker.hear(child(0, 5), at(500));
         tracker.hear(child(1, 5), at(520));
         assert_eq!(tracker.latencies[3..], [ms(120), ms(70)]);
@@ -362,29 +340,11 @@ mod tests {
     fn children_of_other_parents_and_old_values_settle_nothing() {
         let mut tracker = Tracker::new(1);
         let now = Instant::now();
-        tracker.hear(
-            Heard::Change {
-                parent: 1,
-                round: 4,
-            },
-            now,
-        );
+        tracker.hear(change(1, 4), now);
         for message in [
-            Heard::Child {
-                parent: 2,
-                index: 0,
-                round: 9,
-            },
-            Heard::Child {
-                parent: 1,
-                index: 0,
-                round: 3,
-            },
-            Heard::Child {
-                parent: 1,
-                index: 5,
-                round: 9,
-            },
+            child_of_parent(2, 0, 9),
+            child_of_parent(1, 0, 3),
+            child_of_parent(1, 5, 9),
         ] {
             tracker.hear(message, now);
         }

@@ -29,9 +29,7 @@ pub(crate) async fn reconcile(
     if !ctx.shared.leading() || !ctx.shared.options.shard.owns(&object_key(parent.as_ref())) {
         return Ok(Action::await_change());
     }
-    let timeout = ctx.shared.options.reconcile_timeout;
-    let metrics = &ctx.shared.metrics;
-    let queued = metrics.queued(&ctx.name);
+    let queued = ctx.shared.metrics.queued(&ctx.name);
     // A slot of the binding, then one of the operator: both semaphores are
     // fair, so parents are served in the order they became due, as
     // controller-runtime's work queue serves them.
@@ -47,6 +45,15 @@ pub(crate) async fn reconcile(
         .await
         .map_err(|_| ReconcileError::ShuttingDown)?;
     drop(queued);
+    // Boxed: a reconcile waiting for its slot holds only the few words
+    // above, not the state of a whole reconcile (thousands may wait).
+    Box::pin(run(parent, &ctx)).await
+}
+
+/// Run the reconcile of `parent`, its slots taken.
+async fn run(parent: Arc<CachedObject>, ctx: &BindingContext) -> Result<Action, ReconcileError> {
+    let timeout = ctx.shared.options.reconcile_timeout;
+    let metrics = &ctx.shared.metrics;
     let _in_flight = ctx.start_reconcile();
     // The parent as the cache holds it now: it may have changed while this
     // reconcile waited for its slot. (Gone from the cache: the copy it was
@@ -67,7 +74,7 @@ pub(crate) async fn reconcile(
     let key = object_key(&parent);
     let reconciling = ctx.ledgers.begin_reconcile(&key);
     let mut written = Written::new(ctx.ledgers.applied_intents(&key));
-    let inner = reconcile_inner(&parent, &ctx, &mut written).instrument(span);
+    let inner = reconcile_inner(&parent, ctx, &mut written).instrument(span);
     let result = match tokio::time::timeout(timeout, inner).await {
         Ok(result) => result,
         Err(_) => Err(ReconcileError::Timeout(timeout)),
@@ -327,6 +334,24 @@ pub(crate) fn backoff(base: Duration, max: Duration, failures: u32) -> Duration 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The size of the future `f` returns, without calling it.
+    fn future_size<A, B, F: Future>(_: impl Fn(A, B) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    #[test]
+    fn a_reconcile_waiting_for_its_slot_is_small() {
+        // Thousands of parents may wait for a slot at once: each holds the
+        // waiting future, while the state of a running reconcile is boxed
+        // only once its slot is free.
+        let waiting = future_size(reconcile);
+        let running =
+            future_size(|parent, ctx: Arc<BindingContext>| async move { run(parent, &ctx).await });
+        eprintln!("waiting {waiting} bytes, running {running} bytes");
+        assert!(waiting <= 1024, "{waiting} bytes");
+        assert!(running > 4 * waiting, "{running} bytes");
+    }
 
     #[test]
     fn a_reconcile_begins_by_the_parents_deletion_and_finalizer() {
