@@ -126,8 +126,6 @@ pub struct BindingContext {
     pub shared: Arc<Shared>,
     /// What the controller remembers of each parent.
     pub ledgers: Ledgers,
-    /// The binding's reconciles at once, taken first come, first served.
-    pub slots: tokio::sync::Semaphore,
     in_flight: std::sync::atomic::AtomicUsize,
 }
 
@@ -166,11 +164,6 @@ impl BindingContext {
             .iter()
             .map(|c| (c.info.kind.clone(), c.info.namespaced))
             .collect();
-        // The binding's own bound, under the operator's.
-        let ceiling = shared.options.concurrency.max(1);
-        let slots = spec
-            .max_concurrent_reconciles
-            .map_or(ceiling, |n| usize::from(n).min(ceiling));
         Self {
             name: spec.name.clone(),
             spec,
@@ -184,7 +177,6 @@ impl BindingContext {
             recorder,
             shared,
             ledgers: Ledgers::default(),
-            slots: tokio::sync::Semaphore::new(slots),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
         }
     }

@@ -30,14 +30,8 @@ pub(crate) async fn reconcile(
         return Ok(Action::await_change());
     }
     let queued = ctx.shared.metrics.queued(&ctx.name);
-    // A slot of the binding, then one of the operator: both semaphores are
-    // fair, so parents are served in the order they became due, as
-    // controller-runtime's work queue serves them.
-    let _slot = ctx
-        .slots
-        .acquire()
-        .await
-        .map_err(|_| ReconcileError::ShuttingDown)?;
+    // A slot of the operator's, shared by every binding (the binding's own
+    // bound is kube-runtime's).
     let _permit = ctx
         .shared
         .reconciles
@@ -46,7 +40,8 @@ pub(crate) async fn reconcile(
         .map_err(|_| ReconcileError::ShuttingDown)?;
     drop(queued);
     // Boxed: a reconcile waiting for its slot holds only the few words
-    // above, not the state of a whole reconcile (thousands may wait).
+    // above, not the state of a whole reconcile (the reconciles of every
+    // binding may wait for the operator's slots at once).
     Box::pin(run(parent, &ctx)).await
 }
 
@@ -342,7 +337,7 @@ mod tests {
 
     #[test]
     fn a_reconcile_waiting_for_its_slot_is_small() {
-        // Thousands of parents may wait for a slot at once: each holds the
+        // Many reconciles may wait for a slot at once: each holds the
         // waiting future, while the state of a running reconcile is boxed
         // only once its slot is free.
         let waiting = future_size(reconcile);
