@@ -899,3 +899,103 @@ async fn resync_seconds_zero_turns_resync_off(backend: Backend) {
     assert_eq!(reconciles(), before, "resyncSeconds: 0 still resyncs");
     env.stop().await;
 }
+
+/// Parents waiting for a reconcile slot are served in the order they
+/// became due, as a work queue serves them: none is passed over again and
+/// again while later ones go first. One slot, a plugin that takes 100 ms,
+/// and 24 Widgets created one after another: the order of their status
+/// writes follows the order of their creation.
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parents_waiting_for_a_slot_are_reconciled_in_the_order_they_came(backend: Backend) {
+    let env = Env::start(backend).await;
+    let widgets = serve_widgets(&env).await;
+    let binding = hostile_binding(
+        "widgets",
+        "test.gantry.dev/v1 Widget",
+        &["v1 ConfigMap"],
+        &json!({"behaviour": "sleep", "millis": 100}),
+        "resyncSeconds: 0\nmaxConcurrentReconciles: 1\nrollout: {shadow: false}\n",
+    );
+    env.bind("widgets", &binding, &example_plugin("hostile").unwrap())
+        .await;
+    eventually("the binding serves", || async {
+        (env.metrics.binding("widgets").plugin_loads > 0).then_some(())
+    })
+    .await;
+    let names: Vec<String> = (0..24).map(|i| format!("w{i:02}")).collect();
+    for name in &names {
+        env.apply(widget(name)).await;
+    }
+    // The resourceVersion each status write left, in the order created.
+    let written: Vec<u64> = eventually("every Widget synced", || async {
+        let mut versions = Vec::new();
+        for name in &names {
+            let w = get_json(&widgets, name).await?;
+            condition(&w, "Synced").filter(|c| c["status"] == "True")?;
+            versions.push(w["metadata"]["resourceVersion"].as_str()?.parse().ok()?);
+        }
+        Some(versions)
+    })
+    .await;
+    let pairs = names.len() * (names.len() - 1) / 2;
+    let inversions: usize = (0..written.len())
+        .map(|i| written[i + 1..].iter().filter(|&&w| w < written[i]).count())
+        .sum();
+    // Served in no order, about half the pairs would be inverted.
+    assert!(
+        inversions * 10 <= pairs,
+        "{inversions} of {pairs} pairs reconciled out of order: {written:?}"
+    );
+    env.stop().await;
+}
+
+/// A parent that changes while its reconcile waits for a slot is
+/// reconciled once, at its latest: the waiting reconcile reads the parent
+/// when its slot frees, so the changes call for no second reconcile. One
+/// slot, a plugin that takes 400 ms, three Widgets, and the last one
+/// changed three times while the others hold the slot.
+#[backends]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_changed_while_it_waits_for_a_slot_is_reconciled_once(backend: Backend) {
+    let env = Env::start(backend).await;
+    let widgets = serve_widgets(&env).await;
+    let binding = hostile_binding(
+        "widgets",
+        "test.gantry.dev/v1 Widget",
+        &["v1 ConfigMap"],
+        &json!({"behaviour": "sleep", "millis": 400}),
+        "resyncSeconds: 0\nmaxConcurrentReconciles: 1\nrollout: {shadow: false}\n",
+    );
+    env.bind("widgets", &binding, &example_plugin("hostile").unwrap())
+        .await;
+    eventually("the binding serves", || async {
+        (env.metrics.binding("widgets").plugin_loads > 0).then_some(())
+    })
+    .await;
+    for name in ["w0", "w1", "w2"] {
+        env.apply(widget(name)).await;
+    }
+    for size in 2..=4 {
+        let mut changed = widget("w2");
+        changed["spec"]["size"] = json!(size);
+        env.apply(changed).await;
+    }
+    eventually("every Widget synced at its latest generation", || async {
+        for name in ["w0", "w1", "w2"] {
+            let w = get_json(&widgets, name).await?;
+            let synced = condition(&w, "Synced").filter(|c| c["status"] == "True")?;
+            (synced["observedGeneration"] == w["metadata"]["generation"]).then_some(())?;
+        }
+        Some(())
+    })
+    .await;
+    // Time for a second reconcile of w2, were one due.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        env.metrics.binding("widgets").reconciles,
+        3,
+        "one reconcile per Widget"
+    );
+    env.stop().await;
+}

@@ -126,6 +126,8 @@ pub struct BindingContext {
     pub shared: Arc<Shared>,
     /// What the controller remembers of each parent.
     pub ledgers: Ledgers,
+    /// The binding's reconciles at once, taken first come, first served.
+    pub slots: tokio::sync::Semaphore,
     in_flight: std::sync::atomic::AtomicUsize,
 }
 
@@ -164,6 +166,11 @@ impl BindingContext {
             .iter()
             .map(|c| (c.info.kind.clone(), c.info.namespaced))
             .collect();
+        // The binding's own bound, under the operator's.
+        let ceiling = shared.options.concurrency.max(1);
+        let slots = spec
+            .max_concurrent_reconciles
+            .map_or(ceiling, |n| usize::from(n).min(ceiling));
         Self {
             name: spec.name.clone(),
             spec,
@@ -177,6 +184,7 @@ impl BindingContext {
             recorder,
             shared,
             ledgers: Ledgers::default(),
+            slots: tokio::sync::Semaphore::new(slots),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
         }
     }

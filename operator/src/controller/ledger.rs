@@ -62,9 +62,8 @@ pub struct ParentState {
     /// Children as our own applies left them and the plugin saw them:
     /// their events are not news.
     own_children: VecDeque<Print>,
-    /// A reconcile is running: changes are held until it ends, when what
-    /// it did not write itself calls for another.
-    reconciling: bool,
+    /// Whether a reconcile waits or runs.
+    phase: Phase,
     /// Changes held during the running reconcile.
     held: Vec<Held>,
     /// The last reconcile ended with news held: the next runs at once,
@@ -72,6 +71,20 @@ pub struct ParentState {
     rerun: bool,
     /// Normal Events the parent may still get.
     normal_events: EventBudget,
+}
+
+/// Where the parent's reconcile stands.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// None waits or runs: a change calls for one.
+    #[default]
+    Idle,
+    /// One waits for its slot: it reads the parent and its children once
+    /// it has one, so their changes call for nothing more.
+    Queued,
+    /// One runs: changes are held until it ends, when what it did not
+    /// write itself calls for another.
+    Reconciling,
 }
 
 /// What the ledger keeps of a key: its hash. Unequal keys share one with
@@ -183,24 +196,25 @@ impl ParentState {
         }
     }
 
-    /// A reconcile begins: changes are held until [`Self::end_reconcile`].
+    /// A reconcile begins (its wait, if any, is over): changes are held
+    /// until [`Self::end_reconcile`].
     pub fn begin_reconcile(&mut self) {
-        self.reconciling = true;
+        self.phase = Phase::Reconciling;
         self.rerun = false;
         self.held.clear();
     }
 
     /// The parent changed to `version`: whether that calls for a
-    /// reconcile now (not our own write, and none running).
+    /// reconcile now (not our own write, none running and none waiting).
     pub fn parent_changed(&mut self, version: &str) -> bool {
         if self.seen.iter().any(|v| v == version) {
             return false;
         }
-        if self.reconciling {
+        if self.phase == Phase::Reconciling {
             self.held.push(Held::Parent(version.to_string()));
             return false;
         }
-        true
+        self.phase == Phase::Idle
     }
 
     /// A child changed to `version` (`trigger` says which): whether that
@@ -210,22 +224,23 @@ impl ParentState {
         if self.own_children.contains(&print(&version)) {
             return false;
         }
-        if self.reconciling {
+        if self.phase == Phase::Reconciling {
             self.held.push(Held::Child(version, trigger));
             return false;
         }
         self.note_trigger(trigger);
-        true
+        self.phase == Phase::Idle
     }
 
-    /// A related object changed: a reconcile now, unless one is running.
+    /// A related object changed: a reconcile now, unless one is running
+    /// or waiting.
     pub fn related_changed(&mut self, trigger: Trigger) -> bool {
-        if self.reconciling {
+        if self.phase == Phase::Reconciling {
             self.held.push(Held::Other(trigger));
             return false;
         }
         self.note_trigger(trigger);
-        true
+        self.phase == Phase::Idle
     }
 
     /// Our own apply left a child at `version`, and the plugin has been
@@ -240,7 +255,7 @@ impl ParentState {
     /// The reconcile ended: whether a change held meanwhile calls for
     /// another (one the reconcile did not make and show the plugin itself).
     pub fn end_reconcile(&mut self) -> bool {
-        self.reconciling = false;
+        self.phase = Phase::Idle;
         let mut news = false;
         for held in std::mem::take(&mut self.held) {
             match held {
@@ -359,13 +374,13 @@ impl Ledgers {
         self.with(key, |s| s.related_changed(trigger))
     }
 
-    /// A reconcile of `key` begins: its changes are held until the guard
-    /// ends (or drops).
-    pub fn begin_reconcile(&self, key: &str) -> Reconciling<'_> {
-        self.with(key, ParentState::begin_reconcile);
-        Reconciling {
+    /// A reconcile of `key` waits for its slot: until the guard begins it
+    /// (or drops), the changes of `key` call for no other.
+    pub fn queue(&self, key: String) -> Queued<'_> {
+        self.with(&key, |s| s.phase = Phase::Queued);
+        Queued {
             ledgers: self,
-            key: Some(key.to_string()),
+            key: Some(key),
         }
     }
 
@@ -429,6 +444,34 @@ impl Ledgers {
     /// Forget the parent `key` (it is gone).
     pub fn forget(&self, key: &str) {
         self.0.lock().unwrap().remove(key);
+    }
+}
+
+/// A reconcile of one parent waiting for its slot.
+pub struct Queued<'a> {
+    ledgers: &'a Ledgers,
+    key: Option<String>,
+}
+
+impl<'a> Queued<'a> {
+    /// The slot is free: the reconcile begins, in one step with the end of
+    /// its wait, so that no change falls between the two.
+    pub fn begin(mut self) -> Reconciling<'a> {
+        let key = self.key.take().expect("a queued reconcile begins once");
+        self.ledgers.with(&key, ParentState::begin_reconcile);
+        Reconciling {
+            ledgers: self.ledgers,
+            key: Some(key),
+        }
+    }
+}
+
+impl Drop for Queued<'_> {
+    /// The wait ended without a reconcile (the operator shuts down).
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            self.ledgers.with_existing(&key, |s| s.phase = Phase::Idle);
+        }
     }
 }
 
@@ -643,6 +686,38 @@ mod tests {
             !state.take_rerun(),
             "a new reconcile forgets the last one's news"
         );
+    }
+
+    #[test]
+    fn changes_while_a_reconcile_waits_call_for_no_other_and_keep_their_reason() {
+        let ledgers = Ledgers::default();
+        ledgers.take_trigger("ns/p", "1", "d");
+        let waiting = ledgers.queue("ns/p".into());
+        // The waiting reconcile reads the parent and its children when its
+        // slot is free: nothing need be handed to the runner meanwhile.
+        assert!(!ledgers.parent_changed("ns/p", "2"));
+        assert!(!ledgers.child_changed("ns/p", (config_map("a"), "10".into()), child_changed("a")));
+        assert!(!ledgers.related_changed("ns/p", related_changed("s")));
+        let reconciling = waiting.begin();
+        assert_eq!(
+            ledgers.take_trigger("ns/p", "1", "d"),
+            related_changed("s"),
+            "the reason a change gave is kept for the reconcile"
+        );
+        // Once it runs, changes are held for its end as before.
+        assert!(!ledgers.parent_changed("ns/p", "3"));
+        assert!(
+            reconciling.end(),
+            "a change during the run calls for another"
+        );
+        assert!(
+            ledgers.parent_changed("ns/p", "4"),
+            "neither waiting nor running"
+        );
+
+        // A wait given up (the operator shuts down) leaves the parent as news.
+        drop(ledgers.queue("ns/p".into()));
+        assert!(ledgers.parent_changed("ns/p", "5"));
     }
 
     #[test]

@@ -304,7 +304,7 @@ impl Lifecycle for Bindings {
                     Watches::start(client, spec.clone(), current, recorder, self.shared.clone())
                         .await?
                 };
-                let active = self.start(spec.clone(), watches);
+                let active = Self::start(spec.clone(), watches);
                 super::permissions::check_in_background(active.ctx.clone(), cm_name.to_string());
                 if let Some(old) = self.controllers.insert(cm_name.to_string(), active) {
                     self.stopping.spawn(stop(old));
@@ -425,7 +425,7 @@ impl Bindings {
     /// Start the controller of `spec` over `watches`: it reconciles every
     /// cached parent, then each one whose parent, children or related
     /// objects change.
-    fn start(&self, spec: Arc<BindingSpec>, watches: Watches) -> Active {
+    fn start(spec: Arc<BindingSpec>, watches: Watches) -> Active {
         let ctx = watches.ctx.clone();
         let attached = watches.attach();
         // A parent's events that are our own writes, or that come during
@@ -452,14 +452,15 @@ impl Bindings {
             rx.recv().await.map(|()| ((), rx))
         });
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        // The binding's own bound, under the operator's.
-        let ceiling = u16::try_from(self.shared.options.concurrency).unwrap_or(u16::MAX);
-        let concurrency = spec
-            .max_concurrent_reconciles
-            .map_or(ceiling, |n| n.min(ceiling));
         let name = spec.name.clone();
+        // No bound here: kube-runtime's runner keeps what exceeds its bound
+        // in a hash set and takes from it in no order, which under load
+        // leaves some parents waiting far longer than others. The bound is
+        // the binding's slots, taken in order (`reconcile`); a parent
+        // waiting for one is queued in its ledger, so its changes do not
+        // reach the runner meanwhile (which would scan them on every wake).
         let run = controller
-            .with_config(ControllerConfig::default().concurrency(concurrency))
+            .with_config(ControllerConfig::default())
             .reconcile_all_on(requests)
             .graceful_shutdown_on(async move {
                 let _ = stop_rx.await;

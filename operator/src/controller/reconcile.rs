@@ -16,6 +16,7 @@ use super::cached::CachedObject;
 use super::children::Written;
 use super::context::{BindingContext, object_key};
 use super::events::{publish, publish_plugin_events};
+use super::ledger::Queued;
 use super::report::{Change, Changes};
 use super::settle::{Settled, settle};
 use super::status::{self, Outcome};
@@ -26,12 +27,22 @@ pub(crate) async fn reconcile(
     parent: Arc<CachedObject>,
     ctx: Arc<BindingContext>,
 ) -> Result<Action, ReconcileError> {
-    if !ctx.shared.leading() || !ctx.shared.options.shard.owns(&object_key(parent.as_ref())) {
+    let key = object_key(parent.as_ref());
+    if !ctx.shared.leading() || !ctx.shared.options.shard.owns(&key) {
         return Ok(Action::await_change());
     }
+    // While it waits, the parent's changes need not reach kube-runtime's
+    // runner: the reconcile reads the parent once its slot is free.
+    let waiting = ctx.ledgers.queue(key);
     let queued = ctx.shared.metrics.queued(&ctx.name);
-    // A slot of the operator's, shared by every binding (the binding's own
-    // bound is kube-runtime's).
+    // A slot of the binding, then one of the operator: both semaphores are
+    // fair, so parents are served in the order they became due, as
+    // controller-runtime's work queue serves them.
+    let _slot = ctx
+        .slots
+        .acquire()
+        .await
+        .map_err(|_| ReconcileError::ShuttingDown)?;
     let _permit = ctx
         .shared
         .reconciles
@@ -40,16 +51,22 @@ pub(crate) async fn reconcile(
         .map_err(|_| ReconcileError::ShuttingDown)?;
     drop(queued);
     // Boxed: a reconcile waiting for its slot holds only the few words
-    // above, not the state of a whole reconcile (the reconciles of every
-    // binding may wait for the operator's slots at once).
-    Box::pin(run(parent, &ctx)).await
+    // above, not the state of a whole reconcile (thousands may wait).
+    Box::pin(run(parent, &ctx, waiting)).await
 }
 
 /// Run the reconcile of `parent`, its slots taken.
-async fn run(parent: Arc<CachedObject>, ctx: &BindingContext) -> Result<Action, ReconcileError> {
+async fn run(
+    parent: Arc<CachedObject>,
+    ctx: &BindingContext,
+    waiting: Queued<'_>,
+) -> Result<Action, ReconcileError> {
     let timeout = ctx.shared.options.reconcile_timeout;
     let metrics = &ctx.shared.metrics;
     let _in_flight = ctx.start_reconcile();
+    // Changes from here on are held for this reconcile's end; those before
+    // are in the cache it reads now.
+    let reconciling = waiting.begin();
     // The parent as the cache holds it now: it may have changed while this
     // reconcile waited for its slot. (Gone from the cache: the copy it was
     // due with.)
@@ -67,7 +84,6 @@ async fn run(parent: Arc<CachedObject>, ctx: &BindingContext) -> Result<Action, 
     );
     crate::telemetry::record_trace_id(&span);
     let key = object_key(&parent);
-    let reconciling = ctx.ledgers.begin_reconcile(&key);
     let mut written = Written::new(ctx.ledgers.applied_intents(&key));
     let inner = reconcile_inner(&parent, ctx, &mut written).instrument(span);
     let result = match tokio::time::timeout(timeout, inner).await {
@@ -341,8 +357,9 @@ mod tests {
         // waiting future, while the state of a running reconcile is boxed
         // only once its slot is free.
         let waiting = future_size(reconcile);
-        let running =
-            future_size(|parent, ctx: Arc<BindingContext>| async move { run(parent, &ctx).await });
+        let running = future_size(|parent, ctx: Arc<BindingContext>| async move {
+            run(parent, &ctx, ctx.ledgers.queue(String::new())).await
+        });
         eprintln!("waiting {waiting} bytes, running {running} bytes");
         assert!(waiting <= 1024, "{waiting} bytes");
         assert!(running > 4 * waiting, "{running} bytes");
