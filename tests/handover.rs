@@ -147,6 +147,11 @@ async fn a_handed_over_replica_count_stays_until_the_autoscaler_takes_it(backend
             "horizontalpodautoscalers",
             Some("default"),
         );
+        // The Deployment at step 2 may be applied before the autoscaler.
+        eventually("the autoscaler applied", || async {
+            get_json(&hpas, "handed").await.map(|_| ())
+        })
+        .await;
         // Three Pods' worth of load, against a 50% target: 6 replicas.
         hpas.patch(
             "handed",
