@@ -50,10 +50,17 @@ impl Drop for TelemetryGuard {
     }
 }
 
+/// The filter without `RUST_LOG`: Gantry's `reconcile` span names the
+/// binding and the parent; kube-runtime's own span per reconcile would be
+/// entered each time its runner polls one of the parents waiting for a slot.
+pub const DEFAULT_FILTER: &str = "info,kube_runtime::controller=warn";
+
 /// Install the global subscriber. The filter comes from `RUST_LOG`
-/// (default `info`). A second call leaves the first subscriber in place.
+/// (default [`DEFAULT_FILTER`]). A second call leaves the first subscriber
+/// in place.
 pub fn init(format: LogFormat, export: &TraceExport) -> anyhow::Result<TelemetryGuard> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let terminal = std::io::stderr().is_terminal();
     let json = match format {
         LogFormat::Auto => !terminal,

@@ -128,8 +128,17 @@ pub struct BindingContext {
     pub ledgers: Ledgers,
     /// The binding's reconciles at once, taken first come, first served.
     pub slots: tokio::sync::Semaphore,
+    /// How many reconciles kube-runtime's runner may hold: the slots and
+    /// [`WAITING_IN_ORDER`] waiting for one.
+    pub runner_bound: usize,
     in_flight: std::sync::atomic::AtomicUsize,
 }
+
+/// How many of a binding's reconciles wait for a slot in the order they
+/// became due. kube-runtime's runner polls every reconcile it holds each
+/// time one of them ends, so it holds no more than these; what is due
+/// beyond them waits in the runner's pending set, taken in no order.
+pub const WAITING_IN_ORDER: usize = 1024;
 
 /// Counts a reconcile as in flight while alive.
 pub struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
@@ -185,6 +194,7 @@ impl BindingContext {
             shared,
             ledgers: Ledgers::default(),
             slots: tokio::sync::Semaphore::new(slots),
+            runner_bound: slots + WAITING_IN_ORDER,
             in_flight: std::sync::atomic::AtomicUsize::new(0),
         }
     }

@@ -453,14 +453,15 @@ impl Bindings {
         });
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let name = spec.name.clone();
-        // No bound here: kube-runtime's runner keeps what exceeds its bound
-        // in a hash set and takes from it in no order, which under load
-        // leaves some parents waiting far longer than others. The bound is
-        // the binding's slots, taken in order (`reconcile`); a parent
-        // waiting for one is queued in its ledger, so its changes do not
-        // reach the runner meanwhile (which would scan them on every wake).
+        // kube-runtime's runner keeps what exceeds its bound in a hash set
+        // and takes from it in no order, which under load leaves some
+        // parents waiting far longer than others. So its bound is wider
+        // than the binding's slots, which are taken in order (`reconcile`);
+        // a parent waiting for one is queued in its ledger, so its changes
+        // do not reach the runner meanwhile.
+        let bound = u16::try_from(ctx.runner_bound).unwrap_or(u16::MAX);
         let run = controller
-            .with_config(ControllerConfig::default())
+            .with_config(ControllerConfig::default().concurrency(bound))
             .reconcile_all_on(requests)
             .graceful_shutdown_on(async move {
                 let _ = stop_rx.await;

@@ -196,6 +196,9 @@ pub enum ReconcileError {
     /// The operator is stopping.
     #[error("the operator is shutting down")]
     ShuttingDown,
+    /// The reconcile panicked: a bug in Gantry, retried with the backoff.
+    #[error("the reconcile panicked (a bug in Gantry; see the operator's log)")]
+    Panicked,
 }
 
 impl ReconcileError {
@@ -212,6 +215,7 @@ impl ReconcileError {
             Self::CachesNotReady => "CachesNotReady".into(),
             Self::Timeout(_) => "ReconcileTimeout".into(),
             Self::ShuttingDown => "ShuttingDown".into(),
+            Self::Panicked => "InternalError".into(),
         }
     }
 

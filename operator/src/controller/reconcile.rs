@@ -23,7 +23,39 @@ use super::status::{self, Outcome};
 use super::{ReconcileError, finalizer};
 
 /// Reconcile `parent`, bounded by the operator's per-reconcile timeout.
+///
+/// The reconcile runs as a task of its own, and kube-runtime's runner holds
+/// only its outcome: the runner polls every future it holds whenever any of
+/// them wakes, so a reconcile run inside it would wake it at each of its
+/// API calls, and each wake would poll every parent waiting for a slot.
 pub(crate) async fn reconcile(
+    parent: Arc<CachedObject>,
+    ctx: Arc<BindingContext>,
+) -> Result<Action, ReconcileError> {
+    let (outcome, received) = futures::channel::oneshot::channel();
+    let task = tokio::spawn(
+        async move {
+            let _ = outcome.send(wait_and_run(parent, ctx).await);
+        }
+        .in_current_span(),
+    );
+    // The runner drops what it holds when the controller stops.
+    let _abort = AbortOnDrop(task.abort_handle());
+    // Dropped unsent: the task panicked.
+    received.await.unwrap_or(Err(ReconcileError::Panicked))
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Wait for a slot of the binding and one of the operator, then run.
+async fn wait_and_run(
     parent: Arc<CachedObject>,
     ctx: Arc<BindingContext>,
 ) -> Result<Action, ReconcileError> {
@@ -51,7 +83,7 @@ pub(crate) async fn reconcile(
         .map_err(|_| ReconcileError::ShuttingDown)?;
     drop(queued);
     // Boxed: a reconcile waiting for its slot holds only the few words
-    // above, not the state of a whole reconcile (thousands may wait).
+    // above, not the state of a whole reconcile (hundreds may wait).
     Box::pin(run(parent, &ctx, waiting)).await
 }
 
@@ -356,7 +388,7 @@ mod tests {
         // Many reconciles may wait for a slot at once: each holds the
         // waiting future, while the state of a running reconcile is boxed
         // only once its slot is free.
-        let waiting = future_size(reconcile);
+        let waiting = future_size(wait_and_run);
         let running = future_size(|parent, ctx: Arc<BindingContext>| async move {
             run(parent, &ctx, ctx.ledgers.queue(String::new())).await
         });
