@@ -10,7 +10,7 @@ use gantry_tests::{
     get_json, hostile_binding, serve_widgets, widget_crd,
 };
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 fn memcached(name: &str, size: i64) -> Value {
@@ -900,6 +900,26 @@ async fn resync_seconds_zero_turns_resync_off(backend: Backend) {
     env.stop().await;
 }
 
+/// Widgets served by one reconcile slot, through a plugin that takes
+/// `millis` a call; without resync.
+async fn one_slot_widgets(env: &Env, millis: u64) -> Api<DynamicObject> {
+    let widgets = serve_widgets(env).await;
+    let binding = hostile_binding(
+        "widgets",
+        "test.gantry.dev/v1 Widget",
+        &["v1 ConfigMap"],
+        &json!({"behaviour": "sleep", "millis": millis}),
+        "resyncSeconds: 0\nmaxConcurrentReconciles: 1\nrollout: {shadow: false}\n",
+    );
+    env.bind("widgets", &binding, &example_plugin("hostile").unwrap())
+        .await;
+    eventually("the binding serves", || async {
+        (env.metrics.binding("widgets").plugin_loads > 0).then_some(())
+    })
+    .await;
+    widgets
+}
+
 /// Parents waiting for a reconcile slot are served in the order they
 /// became due, as a work queue serves them: none is passed over again and
 /// again while later ones go first. One slot, a plugin that takes 100 ms,
@@ -909,20 +929,7 @@ async fn resync_seconds_zero_turns_resync_off(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parents_waiting_for_a_slot_are_reconciled_in_the_order_they_came(backend: Backend) {
     let env = Env::start(backend).await;
-    let widgets = serve_widgets(&env).await;
-    let binding = hostile_binding(
-        "widgets",
-        "test.gantry.dev/v1 Widget",
-        &["v1 ConfigMap"],
-        &json!({"behaviour": "sleep", "millis": 100}),
-        "resyncSeconds: 0\nmaxConcurrentReconciles: 1\nrollout: {shadow: false}\n",
-    );
-    env.bind("widgets", &binding, &example_plugin("hostile").unwrap())
-        .await;
-    eventually("the binding serves", || async {
-        (env.metrics.binding("widgets").plugin_loads > 0).then_some(())
-    })
-    .await;
+    let widgets = one_slot_widgets(&env, 100).await;
     let names: Vec<String> = (0..24).map(|i| format!("w{i:02}")).collect();
     for name in &names {
         env.apply(widget(name)).await;
@@ -959,20 +966,7 @@ async fn parents_waiting_for_a_slot_are_reconciled_in_the_order_they_came(backen
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parent_changed_while_it_waits_for_a_slot_is_reconciled_once(backend: Backend) {
     let env = Env::start(backend).await;
-    let widgets = serve_widgets(&env).await;
-    let binding = hostile_binding(
-        "widgets",
-        "test.gantry.dev/v1 Widget",
-        &["v1 ConfigMap"],
-        &json!({"behaviour": "sleep", "millis": 400}),
-        "resyncSeconds: 0\nmaxConcurrentReconciles: 1\nrollout: {shadow: false}\n",
-    );
-    env.bind("widgets", &binding, &example_plugin("hostile").unwrap())
-        .await;
-    eventually("the binding serves", || async {
-        (env.metrics.binding("widgets").plugin_loads > 0).then_some(())
-    })
-    .await;
+    let widgets = one_slot_widgets(&env, 400).await;
     for name in ["w0", "w1", "w2"] {
         env.apply(widget(name)).await;
     }
