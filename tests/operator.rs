@@ -933,6 +933,10 @@ async fn parents_waiting_for_a_slot_are_reconciled_in_the_order_they_came(backen
     let names: Vec<String> = (0..24).map(|i| format!("w{i:02}")).collect();
     for name in &names {
         env.apply(widget(name)).await;
+        // Apart enough that each comes on its own (events that come
+        // together have no order to keep), close enough to queue up
+        // behind the 100 ms reconciles.
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // The resourceVersion each status write left, in the order created.
     let written: Vec<u64> = eventually("every Widget synced", || async {
