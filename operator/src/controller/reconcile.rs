@@ -108,14 +108,14 @@ async fn run(
     let parent = parent.to_object(&ctx.parent.resource);
     let _running = metrics.running(&ctx.name);
     let started = std::time::Instant::now();
+    let key = object_key(&parent);
     let span = tracing::info_span!(
         "reconcile",
         binding = %ctx.name,
-        object = %object_key(&parent),
+        object = %key,
         trace_id = tracing::field::Empty,
     );
     crate::telemetry::record_trace_id(&span);
-    let key = object_key(&parent);
     let mut written = Written::new(ctx.ledgers.applied_intents(&key));
     let inner = reconcile_inner(&parent, ctx, &mut written).instrument(span);
     let result = match tokio::time::timeout(timeout, inner).await {
